@@ -1,0 +1,121 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { trackChild } from './cleanup.js';
+
+export interface Child {
+  label: string;
+  proc: ChildProcess;
+  pid: number;
+  port: number;
+  url: string;
+  /** performance.now() just before spawn. */
+  spawnedAt: number;
+  tail(): string;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** `undefined` values remove variables inherited from the harness's environment. */
+export async function spawnNode(label: string, script: string, env: Record<string, string | undefined>): Promise<Child> {
+  const port = Number(env.PORT ?? (await freePort()));
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' };
+  for (const [k, v] of Object.entries(env)) if (v === undefined) delete childEnv[k];
+  const lines: string[] = [];
+  const keep = (chunk: Buffer): void => {
+    lines.push(...chunk.toString('utf8').split('\n').filter((l) => l.length > 0));
+    if (lines.length > 60) lines.splice(0, lines.length - 60);
+  };
+  const spawnedAt = performance.now();
+  const proc = spawn(process.execPath, [script], {
+    env: childEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  trackChild(proc);
+  proc.stdout?.on('data', keep);
+  proc.stderr?.on('data', keep);
+  if (proc.pid === undefined) throw new Error(`${label}: spawn failed`);
+  return { label, proc, pid: proc.pid, port, url: `http://127.0.0.1:${port}`, spawnedAt, tail: () => lines.join('\n') };
+}
+
+/** One request on a fresh connection, so no keep-alive socket delays the child's graceful close. */
+export function httpGet(url: string, headers: Record<string, string> = {}, timeoutMs = 2000): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { agent: false, headers: { connection: 'close', ...headers }, timeout: timeoutMs }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+  });
+}
+
+function exited(child: Child): boolean {
+  return child.proc.exitCode !== null || child.proc.signalCode !== null;
+}
+
+/** Polls GET / until it answers 200 with `expect` in the body; returns ms since spawn. */
+export async function waitReady(child: Child, expect: string, timeoutMs = 60_000): Promise<number> {
+  const deadline = child.spawnedAt + timeoutMs;
+  while (performance.now() < deadline) {
+    if (exited(child)) {
+      throw new Error(`${child.label} exited (code ${child.proc.exitCode}, signal ${child.proc.signalCode}) before ready:\n${child.tail()}`);
+    }
+    try {
+      const res = await httpGet(`${child.url}/`, {}, 1000);
+      if (res.status === 200 && res.body.includes(expect)) return performance.now() - child.spawnedAt;
+    } catch {
+      // not listening yet
+    }
+    await sleep(10);
+  }
+  throw new Error(`${child.label} not ready after ${timeoutMs / 1000} s:\n${child.tail()}`);
+}
+
+export interface StopResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  ms: number;
+  killed: boolean;
+}
+
+/** SIGTERM, then SIGKILL after `graceMs`. */
+export async function stop(child: Child, graceMs = 10_000): Promise<StopResult> {
+  const started = performance.now();
+  if (exited(child)) return { code: child.proc.exitCode, signal: child.proc.signalCode, ms: 0, killed: false };
+  const done = new Promise<void>((resolve) => child.proc.once('exit', () => resolve()));
+  child.proc.kill('SIGTERM');
+  let killed = false;
+  const timer = setTimeout(() => {
+    killed = true;
+    child.proc.kill('SIGKILL');
+  }, graceMs);
+  await done;
+  clearTimeout(timer);
+  return { code: child.proc.exitCode, signal: child.proc.signalCode, ms: performance.now() - started, killed };
+}
+
+/** VmRSS and VmHWM (peak) in MB from /proc. */
+export function memoryMb(pid: number): { rss: number; hwm: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (key: string): number => {
+    const m = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status);
+    if (!m?.[1]) throw new Error(`${key} not found in /proc/${pid}/status`);
+    return Number(m[1]);
+  };
+  return { rss: kb('VmRSS') / 1024, hwm: kb('VmHWM') / 1024 };
+}

@@ -1,0 +1,48 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { onCleanup } from './cleanup.js';
+import { spawnNode, waitReady, type Child } from './proc.js';
+
+export const SERVICE_NAME = 'Bench';
+export const READY_TEXT = `${SERVICE_NAME} API Online`;
+export const API_KEY = `bench-prod-${randomBytes(12).toString('hex')}`;
+export const DEMO_API_KEY = `bench-demo-${randomBytes(12).toString('hex')}`;
+
+/** dist/bench/lib/service.js -> dist/src/server.js; BENCH_SERVICE_SCRIPT overrides it (harness self-tests). */
+export const SERVICE_SCRIPT =
+  process.env.BENCH_SERVICE_SCRIPT ?? fileURLToPath(new URL('../../src/server.js', import.meta.url));
+
+export function freshDataDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-data-'));
+  onCleanup(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+export interface ServiceStart {
+  dataDir: string;
+  productionUrl?: string;
+  demoUrl?: string;
+  logLevel?: string;
+}
+
+/** Spawns the service without waiting; pair with waitReady(child, READY_TEXT). */
+export function spawnService(opts: ServiceStart): Promise<Child> {
+  const env: Record<string, string | undefined> = {
+    DATA_DIR: opts.dataDir,
+    PRODUCTION_API_KEY: API_KEY,
+    DEMO_API_KEY: DEMO_API_KEY,
+    LOG_LEVEL: opts.logLevel ?? 'warn',
+    SERVICE_NAME,
+    PRODUCTION_DATABASE_URL: opts.productionUrl,
+    DEMO_DATABASE_URL: opts.demoUrl,
+  };
+  return spawnNode('service', SERVICE_SCRIPT, env);
+}
+
+export async function startService(opts: ServiceStart): Promise<{ child: Child; readyMs: number }> {
+  const child = await spawnService(opts);
+  return { child, readyMs: await waitReady(child, READY_TEXT) };
+}

@@ -1,0 +1,7 @@
+import type { Scenario } from '../types.js';
+import { embeddedStartup } from './embedded-startup.js';
+import { generateCase } from './generate-case.js';
+import { root } from './root.js';
+
+/** Run order; a new scenario is one file in this folder plus one entry here. */
+export const scenarios: Scenario[] = [root, generateCase, embeddedStartup];

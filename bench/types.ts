@@ -1,0 +1,72 @@
+export interface MeasureOptions {
+  url: string;
+  method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  headers?: Record<string, string>;
+  body?: string;
+  /** Defaults to the run's --connections. */
+  connections?: number;
+  /** Seconds; defaults to the run's --duration. */
+  duration?: number;
+  /** Label used in the run log and in errors. */
+  label?: string;
+}
+
+export interface Measurement {
+  label: string;
+  url: string;
+  connections: number;
+  duration: number;
+  /** Mean of autocannon's per-second request samples. */
+  reqPerSec: number;
+  total: number;
+  latencyMs: { mean: number; p50: number; p95: number; p99: number; max: number };
+  /** Connection errors and timeouts. */
+  errors: number;
+  non2xx: number;
+  statusCodes: Record<string, number>;
+}
+
+export type Status = 'PASS' | 'MISS' | 'INFO';
+
+export interface ResultLine {
+  scenario: string;
+  metric: string;
+  value: number;
+  unit: string;
+  /** Human-readable goal, e.g. ">= 0.8"; absent for information only. */
+  goal?: string;
+  status: Status;
+}
+
+export interface RunOptions {
+  only: string[] | null;
+  duration: number;
+  connections: number;
+  warmup: number;
+  pg: string | null;
+}
+
+export interface Context {
+  options: RunOptions;
+  /** Base URL of the shared service instance (production host), e.g. http://127.0.0.1:1234 */
+  serviceUrl: string;
+  /** Base URL of the bare Fastify hello-world. */
+  baselineUrl: string;
+  apiKey: string;
+  demoApiKey: string;
+  /** 'pglite' or 'postgres' for the shared service instance. */
+  store: 'pglite' | 'postgres';
+  measure(opts: MeasureOptions): Promise<Measurement>;
+  ratio(a: number, b: number): number;
+  /** Builds a result line; status is derived from `ok` when a goal is given. */
+  line(metric: string, value: number, unit: string, goal?: { text: string; ok: boolean }): ResultLine;
+  log(message: string): void;
+}
+
+export interface Scenario {
+  name: string;
+  description: string;
+  /** Which shared children the scenario uses; the harness starts only what selected scenarios need. */
+  needs: Array<'service' | 'baseline'>;
+  run(ctx: Context): Promise<ResultLine[]>;
+}

@@ -1,0 +1,203 @@
+// The only reader of process.env. Every variable of the operational contract (DESIGN.md) is parsed
+// here, once, into a typed Config; a malformed value stops the boot with a message naming it.
+import { existsSync, readFileSync } from 'node:fs';
+import { parseEnv } from 'node:util';
+
+export const ENVIRONMENTS = ['production', 'demo'] as const;
+export type EnvironmentName = (typeof ENVIRONMENTS)[number];
+
+export interface EnvironmentConfig {
+  name: EnvironmentName;
+  hosts: string[];
+  databaseUrl: string | undefined;
+  apiKey: string | undefined;
+  realtimeSigningSecret: string | undefined;
+  realtimeUrl: string | undefined;
+  realtimeAnonKey: string | undefined;
+  supabaseServiceKey: string | undefined;
+}
+
+export interface ChatOAuthConfig {
+  clientId: string;
+  clientSecret: string;
+  redirectUri: string;
+  authorizeUrl: string;
+  tokenUrl: string;
+  userUrl: string;
+  proxyUrl: string | undefined;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  serviceName: string;
+  dataDir: string;
+  logLevel: string;
+  trustProxy: boolean | string[];
+  environments: Record<EnvironmentName, EnvironmentConfig>;
+  /** Undefined when any of the three OAuth application values is missing: its routes answer 503. */
+  chatOAuth: ChatOAuthConfig | undefined;
+  dashboardOrigins: string[];
+  trainingOrigins: string[];
+  dashboardLoginUrl: string | undefined;
+  demoAllowedChatIds: string[];
+  gameRelayUrls: string[];
+  gameServerKey: string | undefined;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** Reads `.env` (if present) under the real environment, which wins, and parses the result. */
+export function loadConfig(env: Env = process.env, envFile = '.env'): Config {
+  const fromFile = existsSync(envFile) ? parseEnv(readFileSync(envFile, 'utf8')) : {};
+  return parseConfig({ ...fromFile, ...env });
+}
+
+export function parseConfig(env: Env): Config {
+  const problems: string[] = [];
+  // Each reader records a problem naming the variable instead of throwing, so one boot reports all.
+  const read = <T>(name: string, fallback: T, parse: (raw: string) => T): T => {
+    const raw = env[name]?.trim();
+    if (raw === undefined || raw === '') return fallback;
+    try {
+      return parse(raw);
+    } catch (err) {
+      problems.push(`${name}: ${(err as Error).message} (got ${JSON.stringify(raw)})`);
+      return fallback;
+    }
+  };
+  const str = (name: string) => read<string | undefined>(name, undefined, (v) => v);
+
+  const environments = {} as Record<EnvironmentName, EnvironmentConfig>;
+  for (const name of ENVIRONMENTS) {
+    const prefix = name.toUpperCase();
+    environments[name] = {
+      name,
+      hosts: read(`${prefix}_HOSTS`, name === 'production' ? ['localhost', '127.0.0.1'] : ['demo.localhost'], parseHosts),
+      databaseUrl: read(`${prefix}_DATABASE_URL`, undefined, parsePostgresUrl),
+      apiKey: str(`${prefix}_API_KEY`),
+      realtimeSigningSecret: read(`${prefix}_REALTIME_SIGNING_SECRET`, undefined, parseSecret),
+      realtimeUrl: read(`${prefix}_REALTIME_URL`, undefined, parseHttpUrl),
+      realtimeAnonKey: str(`${prefix}_REALTIME_ANON_KEY`),
+      supabaseServiceKey: str(`${prefix}_SUPABASE_SERVICE_KEY`),
+    };
+  }
+  const { production, demo } = environments;
+  const shared = production.hosts.filter((h) => demo.hosts.includes(h));
+  if (shared.length > 0) problems.push(`PRODUCTION_HOSTS, DEMO_HOSTS: ${shared.join(', ')} listed in both`);
+  if (production.apiKey !== undefined && production.apiKey === demo.apiKey) {
+    problems.push('PRODUCTION_API_KEY, DEMO_API_KEY: each environment needs its own key');
+  }
+
+  const dashboardOrigins = read('DASHBOARD_ORIGINS', [], (v) => parseList(v, parseOrigin));
+  const clientId = str('CHAT_OAUTH_CLIENT_ID');
+  const clientSecret = str('CHAT_OAUTH_CLIENT_SECRET');
+  const redirectUri = read('CHAT_OAUTH_REDIRECT_URI', undefined, parseHttpUrl);
+  const endpoints = {
+    authorizeUrl: read('CHAT_OAUTH_AUTHORIZE_URL', 'https://discord.com/oauth2/authorize', parseHttpUrl),
+    tokenUrl: read('CHAT_OAUTH_TOKEN_URL', 'https://discord.com/api/oauth2/token', parseHttpUrl),
+    userUrl: read('CHAT_API_USER_URL', 'https://discord.com/api/users/@me', parseHttpUrl),
+    proxyUrl: read('CHAT_OAUTH_PROXY_URL', undefined, parseHttpUrl),
+  };
+
+  const config: Config = {
+    port: read('PORT', 3000, parsePort),
+    host: str('HOST') ?? '127.0.0.1',
+    serviceName: str('SERVICE_NAME') ?? 'Case Management Service',
+    dataDir: str('DATA_DIR') ?? './data',
+    logLevel: read('LOG_LEVEL', 'info', (v) => oneOf(v.toLowerCase(), LOG_LEVELS)),
+    trustProxy: read<Config['trustProxy']>('TRUST_PROXY', false, parseTrustProxy),
+    environments,
+    chatOAuth:
+      clientId && clientSecret && redirectUri ? { clientId, clientSecret, redirectUri, ...endpoints } : undefined,
+    dashboardOrigins,
+    trainingOrigins: read('TRAINING_ORIGINS', [], (v) => parseList(v, parseOrigin)),
+    dashboardLoginUrl: read('DASHBOARD_LOGIN_URL', dashboardOrigins[0] && `${dashboardOrigins[0]}/login`, parseHttpUrl),
+    demoAllowedChatIds: read('DEMO_ALLOWED_CHAT_IDS', [], (v) => parseList(v, parseChatId)),
+    gameRelayUrls: read('GAME_RELAY_URLS', [], (v) => parseList(v, parseHttpUrl)),
+    gameServerKey: str('GAME_SERVER_KEY'),
+  };
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}
+
+function parseList<T>(raw: string, parseItem: (item: string) => T): T[] {
+  const items = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  if (items.length === 0) throw new Error('expected a comma-separated list');
+  return items.map(parseItem);
+}
+
+const HOSTNAME = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
+
+function parseHosts(raw: string): string[] {
+  return parseList(raw, (item) => {
+    const host = item.toLowerCase();
+    if (!HOSTNAME.test(host)) throw new Error(`"${item}" is not a host name (no scheme, port or path)`);
+    return host;
+  });
+}
+
+function parsePort(raw: string): number {
+  const port = Number(raw);
+  if (!/^\d+$/.test(raw) || port > 65535) throw new Error('expected an integer from 0 to 65535');
+  return port;
+}
+
+function parseUrl(raw: string, protocols: string[], what: string): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new Error(`expected ${what}`);
+  }
+  if (!protocols.includes(url.protocol)) throw new Error(`expected ${what}`);
+  return url;
+}
+
+function parseHttpUrl(raw: string): string {
+  return parseUrl(raw, ['http:', 'https:'], 'an http(s) URL').toString().replace(/\/$/, '');
+}
+
+function parsePostgresUrl(raw: string): string {
+  parseUrl(raw, ['postgres:', 'postgresql:'], 'a postgres:// connection URL');
+  return raw;
+}
+
+function parseOrigin(raw: string): string {
+  const url = parseUrl(raw, ['http:', 'https:'], 'an origin such as https://dashboard.example.org');
+  if (url.pathname !== '/' || url.search || url.hash || url.username) {
+    throw new Error(`"${raw}" is not a bare origin (scheme://host[:port])`);
+  }
+  return url.origin;
+}
+
+function parseSecret(raw: string): string {
+  if (raw.length < 32) throw new Error('expected at least 32 characters');
+  return raw;
+}
+
+function parseChatId(raw: string): string {
+  if (!/^\d{1,20}$/.test(raw)) throw new Error(`"${raw}" is not a chat id (digits only)`);
+  return raw;
+}
+
+function parseTrustProxy(raw: string): Config['trustProxy'] {
+  if (raw === 'true' || raw === 'false') return raw === 'true';
+  return parseList(raw, (v) => {
+    if (!/^[0-9a-fA-F.:/]+$/.test(v)) throw new Error('expected true, false, or a list of proxy addresses/CIDRs');
+    return v;
+  });
+}
+
+function oneOf(value: string, allowed: string[]): string {
+  if (!allowed.includes(value)) throw new Error(`expected one of ${allowed.join(', ')}`);
+  return value;
+}

@@ -1,0 +1,81 @@
+// Forward-only numbered SQL migrations (migrations/0001_name.sql), each applied in its own
+// transaction and recorded with its name, checksum and time. Every transaction first takes one
+// advisory lock, so instances booting together on PostgreSQL apply each file exactly once.
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PROJECT_ROOT } from '../paths.js';
+import type { Db } from './types.js';
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+  checksum: string;
+}
+
+const MIGRATIONS_DIR = join(PROJECT_ROOT, 'migrations');
+const FILE_NAME = /^(\d{4})_([a-z0-9_-]+)\.sql$/;
+// Any fixed 64-bit number; it only has to be the same for every instance of this service.
+const MIGRATION_LOCK_KEY = 4_207_110_913;
+
+export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
+  const migrations = readdirSync(dir)
+    .filter((file) => file.endsWith('.sql'))
+    .sort()
+    .map((file, index) => {
+      const match = FILE_NAME.exec(file);
+      if (!match) throw new Error(`Migration file ${file} must be named NNNN_name.sql`);
+      const version = Number(match[1]);
+      if (version !== index + 1) throw new Error(`Migration ${file} is out of sequence: expected number ${index + 1}`);
+      const sql = readFileSync(join(dir, file), 'utf8');
+      return { version, name: match[2]!, sql, checksum: createHash('sha256').update(sql).digest('hex') };
+    });
+  return migrations;
+}
+
+/** Applies what is pending; returns the versions this call applied. */
+export async function migrate(db: Db, migrations: Migration[] = loadMigrations()): Promise<number[]> {
+  const applied: number[] = [];
+  for (const migration of migrations) {
+    const didApply = await db.transaction(async (tx) => {
+      await tx.query('select pg_advisory_xact_lock($1::bigint)', [MIGRATION_LOCK_KEY]);
+      await tx.exec(`create table if not exists schema_migrations (
+        version integer primary key,
+        name text not null,
+        checksum text not null,
+        applied_at timestamptz not null default now()
+      )`);
+      const { rows } = await tx.query<{ checksum: string }>(
+        'select checksum from schema_migrations where version = $1::int',
+        [migration.version],
+      );
+      if (rows[0]) {
+        if (rows[0].checksum !== migration.checksum) {
+          throw new Error(`Migration ${migration.version}_${migration.name} was changed after it was applied; add a new migration instead`);
+        }
+        return false;
+      }
+      await tx.exec(migration.sql);
+      await tx.query('insert into schema_migrations (version, name, checksum) values ($1::int, $2::text, $3::text)', [
+        migration.version,
+        migration.name,
+        migration.checksum,
+      ]);
+      return true;
+    });
+    if (didApply) applied.push(migration.version);
+  }
+  return applied;
+}
+
+export interface AppliedMigration {
+  version: number;
+  name: string;
+  applied_at: string;
+}
+
+export async function listAppliedMigrations(db: Db): Promise<AppliedMigration[]> {
+  const { rows } = await db.query<AppliedMigration>('select version, name, applied_at from schema_migrations order by version');
+  return rows;
+}

@@ -1,0 +1,76 @@
+// PostgreSQL adapter on a `pg` Pool. Transactions hold one pooled client from BEGIN to COMMIT.
+import pg from 'pg';
+import { TYPE_PARSERS } from './parsers.js';
+import { assertOutsideTransaction, createTx, runInTransactionScope } from './transaction-guard.js';
+import { DbError, type Db, type QueryResult, type Row } from './types.js';
+
+export interface PostgresOptions {
+  connectionString: string;
+  max?: number;
+  applicationName?: string;
+  onIdleError?: (err: Error) => void;
+}
+
+const types = {
+  getTypeParser: ((oid: number, format?: string) =>
+    TYPE_PARSERS[oid] ?? pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+};
+
+export function openPostgres(options: PostgresOptions): Db {
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.max ?? 10,
+    application_name: options.applicationName ?? 'case-management-service',
+    types,
+  });
+  // An idle client losing its connection must not crash the process; the next query reconnects.
+  pool.on('error', (err) => options.onIdleError?.(err));
+
+  const run = async (target: pg.Pool | pg.PoolClient, text: string, values?: readonly unknown[]) => {
+    try {
+      const result = await target.query<Row>(text, values as unknown[] | undefined);
+      return { rows: result.rows, rowCount: result.rowCount ?? result.rows.length };
+    } catch (err) {
+      throw DbError.from(err);
+    }
+  };
+
+  let closing: Promise<void> | undefined;
+  const db: Db = {
+    kind: 'postgres',
+    async query<R>(text: string, values?: readonly unknown[]) {
+      assertOutsideTransaction(db);
+      return (await run(pool, text, values)) as QueryResult<R>;
+    },
+    async exec(sql) {
+      assertOutsideTransaction(db);
+      await run(pool, sql);
+    },
+    async transaction(fn) {
+      assertOutsideTransaction(db);
+      let client: pg.PoolClient;
+      try {
+        client = await pool.connect();
+      } catch (err) {
+        throw DbError.from(err);
+      }
+      const { tx, end } = createTx((text, values) => run(client, text, values), async (sql) => void (await run(client, sql)));
+      let broken: Error | undefined;
+      try {
+        await run(client, 'begin');
+        const result = await runInTransactionScope(db, () => fn(tx));
+        await run(client, 'commit');
+        return result;
+      } catch (err) {
+        await client.query('rollback').catch((rollbackErr: Error) => (broken = rollbackErr));
+        throw err;
+      } finally {
+        end();
+        // A client whose rollback failed is in an unknown state: destroy it rather than reuse it.
+        client.release(broken);
+      }
+    },
+    close: () => (closing ??= pool.end()),
+  };
+  return db;
+}

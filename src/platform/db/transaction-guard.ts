@@ -1,0 +1,54 @@
+// Shared by both adapters. On PGlite a statement sent to the outer handle from inside a
+// transaction waits for that same transaction and hangs the instance for good; on PostgreSQL it
+// would silently run outside the transaction. AsyncLocalStorage tells the two calls apart from a
+// concurrent request's (which may simply wait), so the mistake fails at once, on both stores.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { DbError, type QueryResult, type Row, type Tx } from './types.js';
+
+const openTransactions = new AsyncLocalStorage<ReadonlySet<object>>();
+
+export function runInTransactionScope<T>(owner: object, fn: () => Promise<T>): Promise<T> {
+  const outer = openTransactions.getStore();
+  return openTransactions.run(new Set([...(outer ?? []), owner]), fn);
+}
+
+export function assertOutsideTransaction(owner: object): void {
+  if (openTransactions.getStore()?.has(owner)) {
+    throw new DbError('db.query called inside db.transaction: use the tx handle passed to the callback', undefined, undefined, undefined);
+  }
+}
+
+type RawQuery = (text: string, values?: readonly unknown[]) => Promise<QueryResult<Row>>;
+
+/** Wraps a driver's transaction handle: refuses use after the transaction ended, nests on savepoints. */
+export function createTx(query: RawQuery, exec: (sql: string) => Promise<void>): { tx: Tx; end(): void } {
+  let ended = false;
+  let savepoints = 0;
+  const guard = () => {
+    if (ended) throw new DbError('transaction already finished: a statement outlived its transaction', undefined, undefined, undefined);
+  };
+  const tx = {
+    async query<R>(text: string, values?: readonly unknown[]) {
+      guard();
+      return (await query(text, values)) as QueryResult<R>;
+    },
+    async exec(sql: string) {
+      guard();
+      await exec(sql);
+    },
+    async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+      guard();
+      const name = `sp_${++savepoints}`;
+      await query(`savepoint ${name}`);
+      try {
+        const result = await fn(tx);
+        await query(`release savepoint ${name}`);
+        return result;
+      } catch (err) {
+        await query(`rollback to savepoint ${name}`);
+        throw err;
+      }
+    },
+  } as Tx;
+  return { tx, end: () => (ended = true) };
+}

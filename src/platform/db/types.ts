@@ -1,0 +1,59 @@
+// The data-access contract every domain codes against. Two adapters implement it (PGlite, pg);
+// both return the same shapes: int8 as number, timestamptz as ISO-8601 strings, jsonb as values.
+
+export type Row = Record<string, unknown>;
+
+export interface QueryResult<R = Row> {
+  rows: R[];
+  /** Rows returned by a SELECT, or rows changed by INSERT/UPDATE/DELETE. */
+  rowCount: number;
+}
+
+export interface Queryable {
+  /** One parameterised statement. jsonb parameters go in as `JSON.stringify(value)` with a `::jsonb` cast. */
+  query<R = Row>(text: string, values?: readonly unknown[]): Promise<QueryResult<R>>;
+  /** Several statements without parameters (migrations, seeds). */
+  exec(sql: string): Promise<void>;
+}
+
+declare const inTransaction: unique symbol;
+
+/** The handle inside `db.transaction`. Branded so that a Db can never be passed where a Tx is required. */
+export interface Tx extends Queryable {
+  readonly [inTransaction]: true;
+  /** A nested unit of work on a savepoint: it rolls back alone when `fn` throws. */
+  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+}
+
+export type StoreKind = 'pglite' | 'postgres';
+
+export interface Db extends Queryable {
+  readonly kind: StoreKind;
+  /**
+   * Runs `fn` in one transaction: commit when it resolves, rollback when it throws. Inside `fn`
+   * every statement must go through `tx`; calling this Db directly there fails loudly.
+   */
+  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+/** A driver failure in one shape, whichever adapter raised it. */
+export class DbError extends Error {
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+    readonly detail: string | undefined,
+    readonly constraint: string | undefined,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'DbError';
+  }
+
+  static from(err: unknown): DbError {
+    if (err instanceof DbError) return err;
+    const e = (err ?? {}) as { message?: string; code?: unknown; detail?: string; constraint?: string };
+    const code = typeof e.code === 'string' ? e.code : undefined;
+    return new DbError(e.message ?? String(err), code, e.detail || undefined, e.constraint || undefined, { cause: err });
+  }
+}

@@ -1,0 +1,144 @@
+// Production and demo, each with its own database, key and secrets, open side by side. A request
+// is resolved to one of them by its Host header; an unknown host resolves to none (fail closed).
+import { join } from 'node:path';
+import type { FastifyBaseLogger } from 'fastify';
+import { ENVIRONMENTS, type Config, type EnvironmentConfig, type EnvironmentName } from '../config.js';
+import { migrate } from './db/migrate.js';
+import { openPglite } from './db/pglite.js';
+import { openPostgres } from './db/postgres.js';
+import { DbError, type Db } from './db/types.js';
+import { fromDbError } from './errors.js';
+
+export interface Environment {
+  readonly name: EnvironmentName;
+  readonly config: EnvironmentConfig;
+  readonly db: Db;
+}
+
+export type OpenDb = (env: EnvironmentConfig) => Promise<Db>;
+
+export interface OpenEnvironmentsOptions {
+  log: FastifyBaseLogger;
+  /** How to open a database; the default follows the config (PostgreSQL URL, else PGlite). */
+  openDb?: OpenDb;
+  retryMs?: number;
+}
+
+export function defaultOpenDb(config: Config, log: FastifyBaseLogger): OpenDb {
+  return async (env) => {
+    if (env.databaseUrl) {
+      return openPostgres({
+        connectionString: env.databaseUrl,
+        applicationName: `case-management-service:${env.name}`,
+        onIdleError: (err) => log.error({ err, environment: env.name }, 'idle database connection failed'),
+      });
+    }
+    return openPglite({ dataDir: config.dataDir === ':memory:' ? undefined : join(config.dataDir, env.name) });
+  };
+}
+
+// Failures that mean "the server is not there (yet)", not "this deployment is broken".
+const UNREACHABLE_SQLSTATES = new Set(['3D000', '28000', '28P01']);
+function isUnreachable(err: unknown): boolean {
+  if (!(err instanceof DbError)) return false;
+  return UNREACHABLE_SQLSTATES.has(err.code ?? '') || fromDbError(err).statusCode === 503;
+}
+
+export class Environments {
+  private readonly ready = new Map<EnvironmentName, Environment>();
+  private readonly hosts = new Map<string, EnvironmentName>();
+  private readonly retries = new Set<NodeJS.Timeout>();
+  private closed = false;
+
+  private constructor(
+    private readonly config: Config,
+    private readonly options: Required<OpenEnvironmentsOptions>,
+  ) {
+    for (const name of ENVIRONMENTS) for (const host of config.environments[name].hosts) this.hosts.set(host, name);
+  }
+
+  /**
+   * Opens and migrates both databases. An unreachable PostgreSQL does not stop the boot: that
+   * environment answers 503 and is retried in the background. Anything else (a locked embedded
+   * folder, a failing migration) is thrown: the process must not serve a broken deployment.
+   */
+  static async open(config: Config, options: OpenEnvironmentsOptions): Promise<Environments> {
+    const envs = new Environments(config, {
+      openDb: options.openDb ?? defaultOpenDb(config, options.log),
+      retryMs: options.retryMs ?? 5000,
+      log: options.log,
+    });
+    try {
+      await Promise.all(ENVIRONMENTS.map((name) => envs.tryOpen(name)));
+    } catch (err) {
+      await envs.close();
+      throw err;
+    }
+    return envs;
+  }
+
+  /** The environment a Host header resolves to, or undefined (unknown or missing host). */
+  resolveHost(host: string | undefined): EnvironmentName | undefined {
+    const name = normaliseHost(host);
+    return name === undefined ? undefined : this.hosts.get(name);
+  }
+
+  /** The open environment, or undefined while its database is unavailable. */
+  get(name: EnvironmentName): Environment | undefined {
+    return this.ready.get(name);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.retries.forEach(clearTimeout);
+    this.retries.clear();
+    const open = [...this.ready.values()];
+    this.ready.clear();
+    await Promise.all(open.map((env) => env.db.close()));
+  }
+
+  private async tryOpen(name: EnvironmentName): Promise<void> {
+    const envConfig = this.config.environments[name];
+    let db: Db | undefined;
+    try {
+      db = await this.options.openDb(envConfig);
+      await migrate(db);
+    } catch (err) {
+      await db?.close().catch(() => undefined);
+      if (!isUnreachable(err)) throw err;
+      this.options.log.error({ err, environment: name }, 'database unreachable; environment unavailable, retrying');
+      this.scheduleRetry(name);
+      return;
+    }
+    if (this.closed) return void (await db.close());
+    this.ready.set(name, { name, config: envConfig, db });
+    this.options.log.info({ environment: name, store: db.kind }, 'environment ready');
+  }
+
+  private scheduleRetry(name: EnvironmentName): void {
+    if (this.closed) return;
+    const timer = setTimeout(() => {
+      this.retries.delete(timer);
+      this.tryOpen(name).catch((err) => {
+        this.options.log.error({ err, environment: name }, 'environment failed to open');
+        this.scheduleRetry(name);
+      });
+    }, this.options.retryMs);
+    timer.unref();
+    this.retries.add(timer);
+  }
+}
+
+/** Lowercase host name without port or trailing dot; IPv6 literals keep their brackets. */
+export function normaliseHost(host: string | undefined): string | undefined {
+  if (!host) return undefined;
+  let name = host.trim().toLowerCase();
+  if (name.startsWith('[')) {
+    const end = name.indexOf(']');
+    return end > 0 ? name.slice(0, end + 1) : undefined;
+  }
+  const colon = name.indexOf(':');
+  if (colon >= 0) name = name.slice(0, colon);
+  if (name.endsWith('.')) name = name.slice(0, -1);
+  return name === '' ? undefined : name;
+}

@@ -1,0 +1,86 @@
+// One error type, a catalogue of factories, and the single SQLSTATE mapping. Handlers throw these;
+// the error handler (error-handler.ts) renders every one as {success:false, error, code?}.
+import { DbError } from './db/types.js';
+
+export class AppError extends Error {
+  constructor(
+    readonly statusCode: number,
+    message: string,
+    readonly code?: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'AppError';
+  }
+}
+
+export const errors = {
+  validation: (message: string) => new AppError(400, message, 'VALIDATION_ERROR'),
+  unauthorized: (message = 'Authentication required') => new AppError(401, message, 'UNAUTHORIZED'),
+  forbidden: (message: string, code = 'FORBIDDEN') => new AppError(403, message, code),
+  insufficientClearance: () => new AppError(403, 'Insufficient clearance', 'INSUFFICIENT_CLEARANCE'),
+  sessionRequired: () => new AppError(403, 'This route needs a signed-in agent; the API key is not accepted here', 'SESSION_REQUIRED'),
+  notFound: (what: string) => new AppError(404, `${what} not found`, 'NOT_FOUND'),
+  routeNotFound: (method: string, url: string) => new AppError(404, `Route ${method} ${url} not found`, 'NOT_FOUND'),
+  conflict: (message: string, code = 'CONFLICT') => new AppError(409, message, code),
+  unknownHost: () =>
+    new AppError(421, 'This host is not served here: it resolves to no environment', 'UNKNOWN_HOST'),
+  payloadTooLarge: () => new AppError(413, 'Request body is larger than 1 MiB', 'PAYLOAD_TOO_LARGE'),
+  unsupportedMediaType: (type: string) => new AppError(415, `Unsupported Media Type: ${type}`, 'UNSUPPORTED_MEDIA_TYPE'),
+  environmentUnavailable: (name: string) =>
+    new AppError(503, `Environment unavailable: ${name}`, 'ENVIRONMENT_UNAVAILABLE'),
+  notConfigured: (integration: string) =>
+    new AppError(503, `${integration} is not configured`, 'NOT_CONFIGURED'),
+  internal: (message: string) => new AppError(500, message, 'INTERNAL_ERROR'),
+};
+
+// SQLSTATE codes (PostgreSQL Appendix A) that mean something to a caller.
+const SQLSTATE = {
+  UNIQUE_VIOLATION: '23505',
+  FOREIGN_KEY_VIOLATION: '23503',
+  NOT_NULL_VIOLATION: '23502',
+  CHECK_VIOLATION: '23514',
+  STRING_TOO_LONG: '22001',
+  INVALID_TEXT_REPRESENTATION: '22P02',
+  NUMERIC_OUT_OF_RANGE: '22003',
+  INVALID_DATETIME: '22007',
+  DATETIME_OUT_OF_RANGE: '22008',
+  SERIALIZATION_FAILURE: '40001',
+  DEADLOCK_DETECTED: '40P01',
+  LOCK_NOT_AVAILABLE: '55P03',
+  QUERY_CANCELED: '57014',
+  ADMIN_SHUTDOWN: '57P01',
+  CANNOT_CONNECT_NOW: '57P03',
+} as const;
+
+const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH']);
+
+/** The one place a database failure becomes an HTTP answer. */
+export function fromDbError(err: DbError): AppError {
+  const detail = err.detail ? `${err.message} (${err.detail})` : err.message;
+  switch (err.code) {
+    case SQLSTATE.UNIQUE_VIOLATION:
+      return new AppError(409, `Already exists: ${detail}`, 'DUPLICATE', { cause: err });
+    case SQLSTATE.FOREIGN_KEY_VIOLATION:
+      return new AppError(409, `Referenced record missing or still in use: ${detail}`, 'REFERENCE_CONFLICT', { cause: err });
+    case SQLSTATE.NOT_NULL_VIOLATION:
+    case SQLSTATE.CHECK_VIOLATION:
+    case SQLSTATE.STRING_TOO_LONG:
+    case SQLSTATE.INVALID_TEXT_REPRESENTATION:
+    case SQLSTATE.NUMERIC_OUT_OF_RANGE:
+    case SQLSTATE.INVALID_DATETIME:
+    case SQLSTATE.DATETIME_OUT_OF_RANGE:
+      return new AppError(400, `Invalid value: ${detail}`, 'VALIDATION_ERROR', { cause: err });
+    case SQLSTATE.SERIALIZATION_FAILURE:
+    case SQLSTATE.DEADLOCK_DETECTED:
+    case SQLSTATE.LOCK_NOT_AVAILABLE:
+      return new AppError(409, `Conflicting concurrent change, try again: ${err.message}`, 'CONCURRENT_CHANGE', { cause: err });
+  }
+  const unavailable =
+    (err.code !== undefined && (err.code.startsWith('08') || CONNECTION_ERRNOS.has(err.code))) ||
+    err.code === SQLSTATE.ADMIN_SHUTDOWN ||
+    err.code === SQLSTATE.CANNOT_CONNECT_NOW ||
+    err.code === SQLSTATE.QUERY_CANCELED;
+  if (unavailable) return new AppError(503, `Database unavailable: ${err.message}`, 'DATABASE_UNAVAILABLE', { cause: err });
+  return new AppError(500, `Database error: ${detail}`, 'DATABASE_ERROR', { cause: err });
+}

@@ -1,0 +1,99 @@
+// The one way to write a canonical event (spec: Events). It takes a Tx, never a Db, so an event
+// is always committed or rolled back together with the change it describes.
+import type { Tx } from './db/types.js';
+
+export type EventType =
+  | 'report.created'
+  | 'report.assigned'
+  | 'report.status_changed'
+  | 'report.updated'
+  | 'report.deleted'
+  | 'report.note_added'
+  | 'report.timeline_entry_added'
+  | 'contact.message_added'
+  | 'contact.thread_closed'
+  | 'queue.action_completed'
+  | 'queue.action_failed'
+  | 'queue.action_requeued'
+  | 'punishment.issued'
+  | 'punishment.updated'
+  | 'punishment.revoked'
+  | 'delivery.completed'
+  | 'delivery.failed'
+  | 'delivery.requeued'
+  | 'admin.queue_requeued'
+  | 'admin.queue_cancelled'
+  | 'admin.queue_swept'
+  | 'admin.access_granted'
+  | 'admin.access_revoked'
+  | 'admin.access_removed'
+  | 'admin.report_corrected'
+  | 'admin.schema_reloaded'
+  | `SESSION_${string}`
+  | 'SCENARIO_ACTIVATED'
+  | 'TRAINER_RELEASED_EVIDENCE'
+  | 'TRAINER_LOCKED_EVIDENCE'
+  | 'TRAINER_COMPLETED_OBJECTIVE'
+  | 'TRAINER_RESET_OBJECTIVE'
+  | 'TRAINER_INJECTED_INFORMATION'
+  | 'TRAINER_NOTE_ADDED'
+  | 'TRAINEE_NOTE_ADDED'
+  | 'TRAINER_NOTE_RELEASED';
+
+/** Who caused a change: a signed-in agent, the bot (API key), or the service itself (sweeps). */
+export type Actor =
+  | { kind: 'agent'; chatId: string; name?: string | null | undefined }
+  | { kind: 'bot' }
+  | { kind: 'system' };
+
+export interface EventInput {
+  type: EventType;
+  actor: Actor;
+  /** Ties together every event and audit row of one operation; the request id by default. */
+  correlationId: string;
+  reportId?: string | null | undefined;
+  before?: unknown;
+  after?: unknown;
+  data?: unknown;
+  /** Supervisor-flagged: hidden from callers below supervisor rank wherever events are read. */
+  isSupervisor?: boolean | undefined;
+}
+
+export interface EventRecord {
+  id: number;
+  type: EventType;
+  actor_kind: Actor['kind'];
+  actor_chat_id: string | null;
+  actor_name: string | null;
+  report_id: string | null;
+  before: unknown;
+  after: unknown;
+  data: unknown;
+  correlation_id: string;
+  is_supervisor: boolean;
+  created_at: string;
+}
+
+const toJson = (value: unknown) => (value === undefined ? null : JSON.stringify(value));
+
+export async function recordEvent(tx: Tx, event: EventInput): Promise<EventRecord> {
+  const actor = event.actor;
+  const { rows } = await tx.query<EventRecord>(
+    `insert into events (type, actor_kind, actor_chat_id, actor_name, report_id, before, after, data, correlation_id, is_supervisor)
+     values ($1::text, $2::text, $3::text, $4::text, $5::text, $6::jsonb, $7::jsonb, $8::jsonb, $9::text, $10::boolean)
+     returning *`,
+    [
+      event.type,
+      actor.kind,
+      actor.kind === 'agent' ? actor.chatId : null,
+      actor.kind === 'agent' ? (actor.name ?? null) : null,
+      event.reportId ?? null,
+      toJson(event.before),
+      toJson(event.after),
+      toJson(event.data),
+      event.correlationId,
+      event.isSupervisor ?? false,
+    ],
+  );
+  return rows[0]!;
+}

@@ -1,0 +1,90 @@
+// Everything a request passes before its handler, in order: request id, body size, body type,
+// environment (from the Host header, fail closed) and credentials (what the route declares).
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { apiKeyMatches } from '../auth/api-key.js';
+import type { Permission } from '../auth/permissions.js';
+import type { Environment, Environments } from '../environments.js';
+import { errors } from '../errors.js';
+import type { Actor } from '../events.js';
+
+export const BODY_LIMIT = 1024 * 1024;
+
+/** What a route accepts: the bot's API key, a browser session, either, or no credential. */
+export type AuthMode = 'key' | 'session' | 'either' | 'none';
+
+export type Principal = { kind: 'key' };
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Required on every route: checked when the route is added. */
+    auth?: AuthMode;
+    permission?: Permission;
+    /** Only GET / sets this false: it answers for any host, without an environment. */
+    environment?: boolean;
+    /** Opt in to application/x-www-form-urlencoded bodies (report creation). */
+    acceptsForm?: boolean;
+  }
+  interface FastifyRequest {
+    /** The resolved environment; absent only on routes with config.environment === false. */
+    environment: Environment;
+    principal: Principal | null;
+  }
+}
+
+const FORM = 'application/x-www-form-urlencoded';
+
+export interface RequestContextOptions {
+  environments: Environments;
+}
+
+export function actorOf(request: FastifyRequest): Actor {
+  if (request.principal?.kind === 'key') return { kind: 'bot' };
+  return { kind: 'system' };
+}
+
+async function resolveEnvironment(environments: Environments, request: FastifyRequest): Promise<void> {
+  if (request.routeOptions.config.environment === false) return;
+  const name = environments.resolveHost(request.host);
+  if (name === undefined) throw errors.unknownHost();
+  const environment = environments.get(name);
+  if (environment === undefined) throw errors.environmentUnavailable(name);
+  request.environment = environment;
+}
+
+function authenticate(request: FastifyRequest): void {
+  const { auth } = request.routeOptions.config;
+  if (auth === undefined || auth === 'none') return;
+  const header = request.headers.authorization;
+  if (header === undefined) throw errors.unauthorized();
+  if (!apiKeyMatches(header, request.environment.config.apiKey)) throw errors.unauthorized('Invalid API key');
+  if (auth === 'session') throw errors.sessionRequired();
+  // The key holds every permission on the routes that accept it (DESIGN.md): config.permission
+  // constrains sessions only.
+  request.principal = { kind: 'key' };
+}
+
+export const requestContextPlugin = fp(
+  async (app: FastifyInstance, { environments }: RequestContextOptions) => {
+    app.decorateRequest('environment', null as unknown as Environment);
+    app.decorateRequest('principal', null);
+
+    // Fail closed at startup rather than open at runtime: a route must say what it accepts.
+    app.addHook('onRoute', (route) => {
+      const auth = (route.config as { auth?: AuthMode } | undefined)?.auth;
+      if (auth === undefined && !route.url.startsWith('/docs')) {
+        throw new Error(`Route ${String(route.method)} ${route.url} does not declare config.auth`);
+      }
+    });
+
+    app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+      reply.header('x-request-id', request.id);
+      if (Number(request.headers['content-length'] ?? 0) > BODY_LIMIT) throw errors.payloadTooLarge();
+      const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
+      if (type === FORM && !request.routeOptions.config.acceptsForm) throw errors.unsupportedMediaType(FORM);
+      await resolveEnvironment(environments, request);
+      authenticate(request);
+    });
+  },
+  { name: 'request-context' },
+);

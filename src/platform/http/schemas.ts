@@ -1,0 +1,21 @@
+// Schema pieces shared by every domain: the error envelope and the responses each route can give.
+import { Type, type TSchema } from 'typebox';
+
+export const ErrorBody = Type.Object(
+  {
+    success: Type.Literal(false),
+    error: Type.String({ description: 'What went wrong, naming the field or state involved' }),
+    code: Type.Optional(Type.String({ description: 'A stable machine-readable code' })),
+  },
+  { $id: 'ErrorBody', title: 'Error' },
+);
+
+const errorRef = Type.Ref('ErrorBody');
+
+/** Error responses for a route's schema, e.g. `...errorResponses(400, 401, 409)`. */
+export function errorResponses(...statuses: number[]): Record<number, TSchema> {
+  return Object.fromEntries(statuses.map((status) => [status, errorRef]));
+}
+
+/** The statuses every environment-resolved, authenticated route can answer with. */
+export const COMMON_ERRORS = [401, 403, 413, 421, 500, 503] as const;
