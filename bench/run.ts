@@ -1,19 +1,20 @@
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { installSignalHandlers, runCleanup } from './lib/cleanup.js';
-import { measure, ratio, sampleResponse } from './lib/measure.js';
+import { compare, measure, ratio, sampleResponse } from './lib/measure.js';
 import { createBenchDatabases } from './lib/pg.js';
-import { spawnNode, stop, waitReady, type Child } from './lib/proc.js';
+import { settle, spawnNode, stop, waitReady, type Child } from './lib/proc.js';
 import { formatLine, summaryTable, writeJson, type Report } from './lib/report.js';
 import { API_KEY, DEMO_API_KEY, freshDataDir, SERVICE_SCRIPT, startService } from './lib/service.js';
 import { scenarios } from './scenarios/index.js';
-import type { Context, ResultLine, RunOptions, Scenario } from './types.js';
+import type { Context, MeasureOptions, Measurement, ResultLine, RunOptions, Scenario } from './types.js';
 
 const HELP = `usage: node dist/bench/run.js [options]   (or: npm run bench -- [options])
   --only <a,b>         run only these scenarios (${scenarios.map((s) => s.name).join(', ')})
   --duration <s>       measured seconds per load run (default 10)
   --connections <n>    concurrent connections (default 50)
   --warmup <s>         discarded warm-up seconds before each load run (default 2)
+  --rounds <n>         alternating rounds a service/baseline comparison is split into (default 4)
   --pg <url>           run the shared service on PostgreSQL: two fresh databases are created next to <url> and dropped at the end
   --list               list scenarios and exit`;
 
@@ -31,6 +32,7 @@ function parseOptions(): RunOptions & { list: boolean } {
       duration: { type: 'string' },
       connections: { type: 'string' },
       warmup: { type: 'string' },
+      rounds: { type: 'string' },
       pg: { type: 'string' },
       list: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
@@ -48,6 +50,7 @@ function parseOptions(): RunOptions & { list: boolean } {
     duration: positive('duration', values.duration, 10),
     connections: Math.round(positive('connections', values.connections, 50)),
     warmup: positive('warmup', values.warmup, 2, true),
+    rounds: Math.round(positive('rounds', values.rounds, 4)),
     pg: values.pg ?? null,
     list: values.list ?? false,
   };
@@ -63,23 +66,36 @@ async function main(): Promise<number> {
   const selected: Scenario[] = scenarios.filter((s) => !options.only || options.only.includes(s.name));
   const needs = new Set(selected.flatMap((s) => s.needs));
   const report: Report = { options, store: options.pg ? 'postgres' : 'pglite', lines: [], measurements: [], failures: [], startedAt: new Date() };
-  console.log(`bench: ${selected.map((s) => s.name).join(', ')} | duration ${options.duration}s, warm-up ${options.warmup}s, ${options.connections} connections, store ${report.store}`);
+  console.log(
+    `bench: ${selected.map((s) => s.name).join(', ')} | duration ${options.duration}s in ${options.rounds} rounds, ` +
+      `warm-up ${options.warmup}s, ${options.connections} connections, store ${report.store}`,
+  );
 
   let baseline: Child | null = null;
   let service: Child | null = null;
   if (needs.has('baseline')) {
     baseline = await spawnNode('hello-world', fileURLToPath(new URL('./hello-world.js', import.meta.url)), {});
     console.log(`bare hello-world ready in ${(await waitReady(baseline, 'hello world')).toFixed(0)} ms at ${baseline.url}`);
+    await settle(baseline);
   }
   if (needs.has('service')) {
     const dbs = options.pg ? await createBenchDatabases(options.pg) : null;
     const started = await startService({ dataDir: freshDataDir(), ...(dbs ?? {}) });
     service = started.child;
     console.log(`service (${SERVICE_SCRIPT}) ready in ${started.readyMs.toFixed(0)} ms at ${service.url}, store ${report.store}`);
+    console.log(`service idle (under 5% CPU) after ${((await settle(service)) / 1000).toFixed(1)} s more`);
   }
 
   for (const scenario of selected) {
     console.log(`\n== ${scenario.name}: ${scenario.description}`);
+    const record = async (m: Measurement, opts: MeasureOptions): Promise<void> => {
+      report.measurements.push({ ...m, scenario: scenario.name });
+      if (m.errors + m.non2xx === 0) return;
+      const codes = Object.entries(m.statusCodes).map(([c, n]) => `${c}:${n}`).join(' ');
+      const msg = `${scenario.name}: ${m.label}: ${m.errors} connection errors/timeouts, ${m.non2xx} non-2xx (status ${codes}); sample: ${await sampleResponse(opts)}`;
+      report.failures.push(msg);
+      console.log(`  ERROR ${msg}`);
+    };
     const ctx: Context = {
       options,
       serviceUrl: service?.url ?? '',
@@ -91,14 +107,14 @@ async function main(): Promise<number> {
       log: (m) => console.log(m),
       async measure(opts) {
         const m = await measure(opts, options);
-        report.measurements.push({ ...m, scenario: scenario.name });
-        if (m.errors + m.non2xx > 0) {
-          const codes = Object.entries(m.statusCodes).map(([c, n]) => `${c}:${n}`).join(' ');
-          const msg = `${scenario.name}: ${m.label}: ${m.errors} connection errors/timeouts, ${m.non2xx} non-2xx (status ${codes}); sample: ${await sampleResponse(opts)}`;
-          report.failures.push(msg);
-          console.log(`  ERROR ${msg}`);
-        }
+        await record(m, opts);
         return m;
+      },
+      async compare(a, b) {
+        const c = await compare(a, b, options);
+        await record(c.a, a);
+        await record(c.b, b);
+        return c;
       },
       line(metric, value, unit, goal): ResultLine {
         const status = goal ? (goal.ok ? 'PASS' : 'MISS') : 'INFO';

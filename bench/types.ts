@@ -26,6 +26,15 @@ export interface Measurement {
   statusCodes: Record<string, number>;
 }
 
+export interface Comparison {
+  a: Measurement;
+  b: Measurement;
+  /** a.reqPerSec / b.reqPerSec over all rounds. */
+  ratio: number;
+  /** The same ratio round by round: its spread shows how steady the machine was. */
+  roundRatios: number[];
+}
+
 export type Status = 'PASS' | 'MISS' | 'INFO';
 
 export interface ResultLine {
@@ -43,6 +52,8 @@ export interface RunOptions {
   duration: number;
   connections: number;
   warmup: number;
+  /** Alternating rounds that split --duration in compare(). */
+  rounds: number;
   pg: string | null;
 }
 
@@ -57,6 +68,8 @@ export interface Context {
   /** 'pglite' or 'postgres' for the shared service instance. */
   store: 'pglite' | 'postgres';
   measure(opts: MeasureOptions): Promise<Measurement>;
+  /** Measures a and b in alternating rounds (same total duration each); ratio = a/b. */
+  compare(a: MeasureOptions, b: MeasureOptions): Promise<Comparison>;
   ratio(a: number, b: number): number;
   /** Builds a result line; status is derived from `ok` when a goal is given. */
   line(metric: string, value: number, unit: string, goal?: { text: string; ok: boolean }): ResultLine;

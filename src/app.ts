@@ -38,6 +38,9 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
+  // Bodies are JSON (and form where a route opts in); Fastify's default text/plain parser would
+  // hand a string to routes that expect an object.
+  app.removeContentTypeParser('text/plain');
   await app.register(errorHandlerPlugin);
   const allowedOrigins = new Set([...config.dashboardOrigins, ...config.trainingOrigins]);
   await app.register(cors, {

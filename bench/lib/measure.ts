@@ -1,14 +1,25 @@
 import autocannon from 'autocannon';
-import type { MeasureOptions, Measurement } from '../types.js';
+import type { Comparison, MeasureOptions, Measurement } from '../types.js';
 import { httpGet } from './proc.js';
 
-interface Defaults {
+export interface Defaults {
   connections: number;
   duration: number;
   warmup: number;
+  rounds: number;
 }
 
-function cannon(opts: MeasureOptions, connections: number, duration: number, latencies: number[] | null): Promise<autocannon.Result> {
+interface Raw {
+  latencies: number[];
+  completed: number;
+  seconds: number;
+  errors: number;
+  non2xx: number;
+  statusCodes: Record<string, number>;
+}
+
+function cannon(opts: MeasureOptions, connections: number, duration: number): Promise<Raw> {
+  const latencies: number[] = [];
   return new Promise((resolve, reject) => {
     const instance = autocannon(
       {
@@ -21,48 +32,83 @@ function cannon(opts: MeasureOptions, connections: number, duration: number, lat
         pipelining: 1,
         timeout: 10,
       },
-      (err: unknown, result: autocannon.Result) => (err ? reject(err as Error) : resolve(result)),
+      (err: unknown, r: autocannon.Result) => {
+        if (err) return reject(err as Error);
+        const statusCodes: Record<string, number> = {};
+        for (const [code, stat] of Object.entries(r.statusCodeStats ?? {})) statusCodes[code] = stat.count ?? 0;
+        resolve({ latencies, completed: r.requests.total, seconds: r.duration, errors: r.errors, non2xx: r.non2xx, statusCodes });
+      },
     );
-    // Own samples give a true p95; autocannon's histogram only exposes p90/p97.5.
-    if (latencies) instance.on('response', (_client, _status, _bytes, ms) => latencies.push(ms));
+    // Own samples give a true p95 and let rounds be pooled; autocannon's histogram only exposes p90/p97.5.
+    instance.on('response', (_client, _status, _bytes, ms) => latencies.push(ms));
   });
 }
 
 function percentile(sorted: Float64Array, p: number): number {
   if (sorted.length === 0) return Number.NaN;
-  const idx = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
-  return sorted[Math.max(0, idx)] ?? Number.NaN;
+  return sorted[Math.max(0, Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN;
 }
 
-/** Warm-up run (discarded), then the measured run. */
-export async function measure(opts: MeasureOptions, defaults: Defaults): Promise<Measurement> {
-  const connections = opts.connections ?? defaults.connections;
-  const duration = opts.duration ?? defaults.duration;
-  if (defaults.warmup > 0) await cannon(opts, connections, defaults.warmup, null);
-  const latencies: number[] = [];
-  const r = await cannon(opts, connections, duration, latencies);
-  const sorted = Float64Array.from(latencies).sort();
+function summarize(opts: MeasureOptions, connections: number, raws: Raw[]): Measurement {
+  const sorted = Float64Array.from(raws.flatMap((r) => r.latencies)).sort();
+  const seconds = raws.reduce((a, r) => a + r.seconds, 0);
+  const total = raws.reduce((a, r) => a + r.completed, 0);
   const statusCodes: Record<string, number> = {};
-  for (const [code, stat] of Object.entries(r.statusCodeStats ?? {})) statusCodes[code] = stat.count ?? 0;
-  const mean = sorted.length ? sorted.reduce((a, b) => a + b, 0) / sorted.length : Number.NaN;
+  for (const r of raws) for (const [c, n] of Object.entries(r.statusCodes)) statusCodes[c] = (statusCodes[c] ?? 0) + n;
   return {
     label: opts.label ?? `${opts.method ?? 'GET'} ${opts.url}`,
     url: opts.url,
     connections,
-    duration,
-    reqPerSec: r.requests.mean,
-    total: r.requests.total,
+    duration: Math.round(seconds * 10) / 10,
+    reqPerSec: seconds > 0 ? total / seconds : Number.NaN,
+    total,
     latencyMs: {
-      mean,
+      mean: sorted.length ? sorted.reduce((a, b) => a + b, 0) / sorted.length : Number.NaN,
       p50: percentile(sorted, 50),
       p95: percentile(sorted, 95),
       p99: percentile(sorted, 99),
-      max: sorted.length ? (sorted[sorted.length - 1] ?? Number.NaN) : Number.NaN,
+      max: sorted[sorted.length - 1] ?? Number.NaN,
     },
-    errors: r.errors,
-    non2xx: r.non2xx,
+    errors: raws.reduce((a, r) => a + r.errors, 0),
+    non2xx: raws.reduce((a, r) => a + r.non2xx, 0),
     statusCodes,
   };
+}
+
+/** Warm-up run (discarded), then one measured run. */
+export async function measure(opts: MeasureOptions, d: Defaults): Promise<Measurement> {
+  const connections = opts.connections ?? d.connections;
+  if (d.warmup > 0) await cannon(opts, connections, d.warmup);
+  return summarize(opts, connections, [await cannon(opts, connections, opts.duration ?? d.duration)]);
+}
+
+/**
+ * Measures `a` and `b` in alternating rounds (A B B A ...) that share the duration, so drift in what
+ * the machine gives us (CPU steal, a neighbour's build) lands on both sides rather than on one.
+ */
+export async function compare(a: MeasureOptions, b: MeasureOptions, d: Defaults): Promise<Comparison> {
+  const connections = a.connections ?? d.connections;
+  const rounds = Math.max(1, Math.round(d.rounds));
+  const slice = Math.max(1, (a.duration ?? d.duration) / rounds);
+  if (d.warmup > 0) {
+    await cannon(a, connections, d.warmup);
+    await cannon(b, connections, d.warmup);
+  }
+  const ra: Raw[] = [];
+  const rb: Raw[] = [];
+  const roundRatios: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    const order = i % 2 === 0 ? ([a, b] as const) : ([b, a] as const);
+    const first = await cannon(order[0], connections, slice);
+    const second = await cannon(order[1], connections, slice);
+    const [x, y] = i % 2 === 0 ? [first, second] : [second, first];
+    ra.push(x);
+    rb.push(y);
+    roundRatios.push(ratio(x.completed / x.seconds, y.completed / y.seconds));
+  }
+  const ma = summarize(a, connections, ra);
+  const mb = summarize(b, connections, rb);
+  return { a: ma, b: mb, ratio: ratio(ma.reqPerSec, mb.reqPerSec), roundRatios };
 }
 
 /** One request outside the load, to show what a failing endpoint answers. */

@@ -119,3 +119,28 @@ export function memoryMb(pid: number): { rss: number; hwm: number } {
   };
   return { rss: kb('VmRSS') / 1024, hwm: kb('VmHWM') / 1024 };
 }
+
+/** User+system CPU seconds consumed so far by `pid` (clock ticks assumed 100/s, as on Linux x86/arm). */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/**
+ * Waits until the child uses under `threshold` of a core for two windows in a row, at most `maxMs`.
+ * Right after start V8 is still tiering up hot code (PGlite's WebAssembly in particular) on background
+ * threads; on 2 cores that competes with the load generator and skews the first measurement.
+ */
+export async function settle(child: Child, threshold = 0.05, windowMs = 1000, maxMs = 30_000): Promise<number> {
+  const started = performance.now();
+  let quiet = 0;
+  let last = cpuSeconds(child.pid);
+  while (quiet < 2 && performance.now() - started < maxMs) {
+    await sleep(windowMs);
+    const now = cpuSeconds(child.pid);
+    quiet = (now - last) / (windowMs / 1000) < threshold ? quiet + 1 : 0;
+    last = now;
+  }
+  return performance.now() - started;
+}

@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
-import type { Measurement, ResultLine, RunOptions } from '../types.js';
+import type { Comparison, Measurement, ResultLine, RunOptions } from '../types.js';
 
 /** dist/bench/lib/report.js -> <repo>/bench/results */
 const RESULTS_DIR = fileURLToPath(new URL('../../../bench/results/', import.meta.url));
@@ -25,6 +25,11 @@ export function formatMeasurement(m: Measurement): string {
     `    ${m.label}: ${fmt(m.reqPerSec, 'req/s')} (${m.total} req, c=${m.connections}, ${m.duration}s)` +
     ` p50=${fmt(l.p50, 'ms')} p95=${fmt(l.p95, 'ms')} p99=${fmt(l.p99, 'ms')}${bad}`
   );
+}
+
+export function formatComparison(c: Comparison): string {
+  const rounds = c.roundRatios.map((r) => r.toFixed(2)).join(', ');
+  return `${formatMeasurement(c.a)}\n${formatMeasurement(c.b)}\n    ratio ${c.ratio.toFixed(2)} (by round: ${rounds})`;
 }
 
 export function summaryTable(lines: ResultLine[]): string {

@@ -17,9 +17,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const db = openPostgres({ connectionString: databaseUrl(template), max: 1 });
     try {
       await migrate(db);
-    } finally {
+    } catch (err) {
       await db.close();
+      await adminQuery(`drop database if exists ${template} with (force)`);
+      throw err;
     }
+    await db.close();
     project.provide('pgTemplate', template);
     project.provide('pgliteSnapshot', '');
     return () => adminQuery(`drop database if exists ${template} with (force)`);

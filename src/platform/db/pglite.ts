@@ -41,7 +41,8 @@ export async function openPglite(options: PgliteOptions = {}): Promise<Db & { du
   const run = async (target: PGlite | Transaction, text: string, values?: readonly unknown[]) => {
     try {
       const result = await target.query<Row>(text, values as unknown[] | undefined);
-      return { rows: result.rows, rowCount: result.affectedRows ?? result.rows.length };
+      // PGlite reports affectedRows 0 for a SELECT: count returned rows there, changed rows elsewhere.
+      return { rows: result.rows, rowCount: Math.max(result.affectedRows ?? 0, result.rows.length) };
     } catch (err) {
       throw DbError.from(err);
     }

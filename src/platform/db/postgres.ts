@@ -35,6 +35,15 @@ export function openPostgres(options: PostgresOptions): Db {
     }
   };
 
+  // Several statements without parameters: pg answers with one result per statement.
+  const execOn = async (target: pg.Pool | pg.PoolClient, sql: string) => {
+    try {
+      await target.query(sql);
+    } catch (err) {
+      throw DbError.from(err);
+    }
+  };
+
   let closing: Promise<void> | undefined;
   const db: Db = {
     kind: 'postgres',
@@ -44,7 +53,7 @@ export function openPostgres(options: PostgresOptions): Db {
     },
     async exec(sql) {
       assertOutsideTransaction(db);
-      await run(pool, sql);
+      await execOn(pool, sql);
     },
     async transaction(fn) {
       assertOutsideTransaction(db);
@@ -54,7 +63,7 @@ export function openPostgres(options: PostgresOptions): Db {
       } catch (err) {
         throw DbError.from(err);
       }
-      const { tx, end } = createTx((text, values) => run(client, text, values), async (sql) => void (await run(client, sql)));
+      const { tx, end } = createTx((text, values) => run(client, text, values), (sql) => execOn(client, sql));
       let broken: Error | undefined;
       try {
         await run(client, 'begin');

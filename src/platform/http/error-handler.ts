@@ -7,7 +7,7 @@ import { DbError } from '../db/types.js';
 import { AppError, errors, fromDbError } from '../errors.js';
 import { describeValidationError } from './validation.js';
 
-function toAppError(err: FastifyError | Error): AppError {
+function toAppError(err: FastifyError | Error, contentType: string | undefined): AppError {
   if (err instanceof AppError) return err;
   if (err instanceof DbError) return fromDbError(err);
   const fe = err as FastifyError;
@@ -16,7 +16,7 @@ function toAppError(err: FastifyError | Error): AppError {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return errors.payloadTooLarge();
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return errors.unsupportedMediaType(fe.message.replace(/^Unsupported Media Type:?\s*/i, '') || 'unknown');
+      return errors.unsupportedMediaType(contentType?.split(';')[0]?.trim() || 'none');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return errors.validation('Body is not valid JSON');
@@ -30,7 +30,7 @@ function toAppError(err: FastifyError | Error): AppError {
 export const errorHandlerPlugin = fp(
   async (app: FastifyInstance) => {
     app.setErrorHandler((err: FastifyError | Error, request, reply) => {
-      const appError = toAppError(err);
+      const appError = toAppError(err, request.headers['content-type']);
       if (appError.statusCode >= 500) request.log.error({ err }, appError.message);
       else request.log.info({ status: appError.statusCode, code: appError.code }, appError.message);
       const body: { success: false; error: string; code?: string } = { success: false, error: appError.message };

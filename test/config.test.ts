@@ -1,0 +1,139 @@
+// The configuration contract (DESIGN.md): defaults, every variable parsed, malformed values named.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, parseConfig } from '../src/config.js';
+
+describe('parseConfig', () => {
+  it('has the documented defaults', () => {
+    const config = parseConfig({});
+    expect(config).toMatchObject({
+      port: 3000,
+      host: '127.0.0.1',
+      serviceName: 'Case Management Service',
+      dataDir: './data',
+      logLevel: 'info',
+      trustProxy: false,
+      chatOAuth: undefined,
+      dashboardOrigins: [],
+      trainingOrigins: [],
+      dashboardLoginUrl: undefined,
+      demoAllowedChatIds: [],
+      gameRelayUrls: [],
+      gameServerKey: undefined,
+    });
+    expect(config.environments.production).toEqual({
+      name: 'production',
+      hosts: ['localhost', '127.0.0.1'],
+      databaseUrl: undefined,
+      apiKey: undefined,
+      realtimeSigningSecret: undefined,
+      realtimeUrl: undefined,
+      realtimeAnonKey: undefined,
+      supabaseServiceKey: undefined,
+    });
+    expect(config.environments.demo.hosts).toEqual(['demo.localhost']);
+  });
+
+  it('reads every variable of the contract', () => {
+    const secret = 's'.repeat(32);
+    const config = parseConfig({
+      PORT: '8080',
+      HOST: '0.0.0.0',
+      SERVICE_NAME: 'Harbor Watch',
+      DATA_DIR: ':memory:',
+      PRODUCTION_HOSTS: 'API.Example.org, cases.example.org',
+      DEMO_HOSTS: 'demo.example.org',
+      PRODUCTION_DATABASE_URL: 'postgres://u:p@db:5432/prod',
+      DEMO_DATABASE_URL: 'postgresql://u@db/demo',
+      PRODUCTION_API_KEY: 'prod-key',
+      DEMO_API_KEY: 'demo-key',
+      PRODUCTION_REALTIME_SIGNING_SECRET: secret,
+      DEMO_REALTIME_URL: 'https://abc.supabase.co',
+      DEMO_REALTIME_ANON_KEY: 'anon',
+      DEMO_SUPABASE_SERVICE_KEY: 'service',
+      CHAT_OAUTH_CLIENT_ID: 'client',
+      CHAT_OAUTH_CLIENT_SECRET: 'secret',
+      CHAT_OAUTH_REDIRECT_URI: 'https://api.example.org/auth/chat/callback',
+      CHAT_OAUTH_PROXY_URL: 'https://proxy.example.org/token',
+      DASHBOARD_ORIGINS: 'https://dash.example.org, http://localhost:5173',
+      TRAINING_ORIGINS: 'https://train.example.org',
+      DEMO_ALLOWED_CHAT_IDS: '123456789012345678,42',
+      GAME_RELAY_URLS: 'https://relay-a.example.org,https://relay-b.example.org',
+      GAME_SERVER_KEY: 'game',
+      LOG_LEVEL: 'WARN',
+      TRUST_PROXY: 'true',
+    });
+    expect(config.port).toBe(8080);
+    expect(config.environments.production.hosts).toEqual(['api.example.org', 'cases.example.org']);
+    expect(config.environments.production.databaseUrl).toBe('postgres://u:p@db:5432/prod');
+    expect(config.environments.production.realtimeSigningSecret).toBe(secret);
+    expect(config.environments.demo).toMatchObject({ realtimeUrl: 'https://abc.supabase.co', realtimeAnonKey: 'anon', supabaseServiceKey: 'service' });
+    expect(config.chatOAuth).toEqual({
+      clientId: 'client',
+      clientSecret: 'secret',
+      redirectUri: 'https://api.example.org/auth/chat/callback',
+      authorizeUrl: 'https://discord.com/oauth2/authorize',
+      tokenUrl: 'https://discord.com/api/oauth2/token',
+      userUrl: 'https://discord.com/api/users/@me',
+      proxyUrl: 'https://proxy.example.org/token',
+    });
+    expect(config.dashboardOrigins).toEqual(['https://dash.example.org', 'http://localhost:5173']);
+    expect(config.dashboardLoginUrl).toBe('https://dash.example.org/login');
+    expect(config.demoAllowedChatIds).toEqual(['123456789012345678', '42']);
+    expect(config.gameRelayUrls).toEqual(['https://relay-a.example.org', 'https://relay-b.example.org']);
+    expect(config.logLevel).toBe('warn');
+    expect(config.trustProxy).toBe(true);
+  });
+
+  it('leaves OAuth unconfigured (not an error) while any of its three values is missing', () => {
+    expect(parseConfig({ CHAT_OAUTH_CLIENT_ID: 'client', CHAT_OAUTH_CLIENT_SECRET: 'secret' }).chatOAuth).toBeUndefined();
+  });
+
+  it.each([
+    [{ PORT: '70000' }, 'PORT: expected an integer from 0 to 65535 (got "70000")'],
+    [{ PORT: '3000abc' }, 'PORT: expected an integer from 0 to 65535 (got "3000abc")'],
+    [{ PRODUCTION_HOSTS: 'https://api.example.org' }, 'PRODUCTION_HOSTS: "https://api.example.org" is not a host name'],
+    [{ DEMO_HOSTS: ' , ' }, 'DEMO_HOSTS: expected a comma-separated list'],
+    [{ DEMO_DATABASE_URL: 'localhost:5432/db' }, 'DEMO_DATABASE_URL: expected a postgres:// connection URL'],
+    [{ PRODUCTION_REALTIME_SIGNING_SECRET: 'short' }, 'PRODUCTION_REALTIME_SIGNING_SECRET: expected at least 32 characters'],
+    [{ DASHBOARD_ORIGINS: 'https://dash.example.org/app' }, 'DASHBOARD_ORIGINS: "https://dash.example.org/app" is not a bare origin'],
+    [{ TRAINING_ORIGINS: 'ftp://train.example.org' }, 'TRAINING_ORIGINS: expected an origin'],
+    [{ DEMO_ALLOWED_CHAT_IDS: '123,abc' }, 'DEMO_ALLOWED_CHAT_IDS: "abc" is not a chat id'],
+    [{ GAME_RELAY_URLS: 'relay.example.org' }, 'GAME_RELAY_URLS: expected an http(s) URL'],
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL: expected one of fatal, error, warn, info, debug, trace, silent'],
+    [{ TRUST_PROXY: 'maybe' }, 'TRUST_PROXY: expected true, false, or a list of proxy addresses/CIDRs'],
+    [{ PRODUCTION_HOSTS: 'a.example.org', DEMO_HOSTS: 'A.example.org' }, 'PRODUCTION_HOSTS, DEMO_HOSTS: a.example.org listed in both'],
+    [{ PRODUCTION_API_KEY: 'same', DEMO_API_KEY: 'same' }, 'PRODUCTION_API_KEY, DEMO_API_KEY: each environment needs its own key'],
+  ])('%j stops the boot naming the variable', (env, message) => {
+    expect(() => parseConfig(env)).toThrow(ConfigError);
+    expect(() => parseConfig(env)).toThrow(message);
+  });
+
+  it('reports every problem at once', () => {
+    const err = (() => {
+      try {
+        parseConfig({ PORT: 'x', LOG_LEVEL: 'y' });
+      } catch (e) {
+        return e as ConfigError;
+      }
+    })();
+    expect(err?.problems).toHaveLength(2);
+  });
+});
+
+describe('loadConfig', () => {
+  it('reads .env when present, with the real environment winning', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cms-env-'));
+    try {
+      const file = join(dir, '.env');
+      await writeFile(file, 'PORT=4100\nSERVICE_NAME="From File"\n# a comment\nHOST=0.0.0.0\n');
+      const config = loadConfig({ HOST: '127.0.0.2' }, file);
+      expect(config).toMatchObject({ port: 4100, serviceName: 'From File', host: '127.0.0.2' });
+      expect(loadConfig({}, join(dir, 'missing.env')).port).toBe(3000);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,133 @@
+// The built service as a real process: request ids in structured logs, a malformed config
+// stopping the boot, and a graceful SIGTERM that lets an in-flight request finish.
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { request as httpRequest } from 'node:http';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, onPostgres, storeName, type TestDatabase } from '../helpers/stores.js';
+
+const SERVER = join(import.meta.dirname, '../../dist/src/server.js');
+const KEY = 'lifecycle-production-key-000000';
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+interface Service {
+  child: ChildProcessWithoutNullStreams;
+  port: number;
+  logs: string[];
+  exited: Promise<number | null>;
+}
+
+function start(env: Record<string, string>): Service & { ready: Promise<void> } {
+  const child = spawn(process.execPath, [SERVER], { env: { PATH: process.env.PATH, ...env } });
+  const logs: string[] = [];
+  let buffer = '';
+  const ready = new Promise<void>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      buffer += chunk.toString();
+      const lines = buffer.split('\n');
+      buffer = lines.pop()!;
+      logs.push(...lines);
+      if (lines.some((l) => l.includes('Server listening'))) resolve();
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.on('exit', (code) => reject(new Error(`exited with ${code}: ${logs.join('\n')}`)));
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, port: Number(env.PORT), logs, exited, ready };
+}
+
+describe(`the service process on ${storeName}`, () => {
+  let dataDir: string;
+  let service: Service;
+  const databases: TestDatabase[] = [];
+
+  beforeAll(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'cms-life-'));
+    const env: Record<string, string> = { DATA_DIR: dataDir, PORT: String(await freePort()), PRODUCTION_API_KEY: KEY, LOG_LEVEL: 'info' };
+    if (onPostgres) {
+      for (const name of ['PRODUCTION', 'DEMO']) {
+        const db = await createTestDatabase({ empty: true });
+        databases.push(db);
+        env[`${name}_DATABASE_URL`] = db.url!;
+      }
+    }
+    const started = start(env);
+    await started.ready;
+    service = started;
+  }, 60_000);
+
+  afterAll(async () => {
+    service?.child.kill('SIGKILL');
+    for (const db of databases) await db.drop();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('honours an incoming x-request-id, echoes it, and logs it as structured JSON', async () => {
+    const res = await fetch(`http://127.0.0.1:${service.port}/generate/case`, { headers: { authorization: KEY, 'x-request-id': 'trace-abc.123' } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-request-id')).toBe('trace-abc.123');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const entries = service.logs.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const mine = entries.filter((e) => e.request_id === 'trace-abc.123');
+    expect(mine.map((e) => e.msg)).toEqual(['incoming request', 'request completed']);
+    expect(mine[1]).toMatchObject({ res: { statusCode: 200 } });
+    expect(JSON.stringify(mine)).not.toContain(KEY);
+  });
+
+  it('mints a request id when the incoming one is not a sane token', async () => {
+    const res = await fetch(`http://127.0.0.1:${service.port}/generate/case`, { headers: { authorization: KEY, 'x-request-id': 'bad id\twith spaces' } });
+    expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('on SIGTERM finishes the in-flight request, refuses new work, closes the databases and exits 0', async () => {
+    const body = JSON.stringify({ date: 'Thu Jan 01 1970 00:00:00 GMT+0000 (UTC)' });
+    // Send the headers and half the body, then signal, then the rest: the request is in flight.
+    const inFlight = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = httpRequest(
+        { host: '127.0.0.1', port: service.port, method: 'POST', path: '/util/timestamp', headers: { authorization: KEY, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+        (res) => {
+          let data = '';
+          res.on('data', (c: Buffer) => (data += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode!, body: data }));
+        },
+      );
+      req.on('error', reject);
+      req.write(body.slice(0, 10));
+      setTimeout(() => {
+        service.child.kill('SIGTERM');
+        setTimeout(() => req.end(body.slice(10)), 300);
+      }, 100);
+    });
+    const answered = await inFlight;
+    expect(answered).toEqual({ status: 200, body: JSON.stringify({ success: true, timestamp: 0 }) });
+    expect(await service.exited).toBe(0);
+    await expect(fetch(`http://127.0.0.1:${service.port}/`)).rejects.toThrow();
+    expect(service.logs.some((l) => l.includes('"signal":"SIGTERM"'))).toBe(true);
+    // Databases closed cleanly: the embedded folder locks are gone.
+    expect(existsSync(join(dataDir, 'production.lock'))).toBe(false);
+    expect(existsSync(join(dataDir, 'demo.lock'))).toBe(false);
+  });
+});
+
+describe('a malformed configuration', () => {
+  it('stops the boot with a message naming each bad variable', async () => {
+    const service = start({ PORT: 'eighty', PRODUCTION_DATABASE_URL: 'mysql://x', DATA_DIR: ':memory:' });
+    service.ready.catch(() => undefined);
+    expect(await service.exited).toBe(1);
+    const output = service.logs.join('\n');
+    expect(output).toContain('PORT: expected an integer from 0 to 65535 (got "eighty")');
+    expect(output).toContain('PRODUCTION_DATABASE_URL: expected a postgres:// connection URL (got "mysql://x")');
+  });
+});

@@ -1,0 +1,112 @@
+// Forward-only migrations recorded with name and time; concurrent boots on PostgreSQL; the
+// embedded data folder lock.
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/app.js';
+import { listAppliedMigrations, loadMigrations, migrate } from '../../src/platform/db/migrate.js';
+import { openPglite } from '../../src/platform/db/pglite.js';
+import { openPostgres } from '../../src/platform/db/postgres.js';
+import { Environments } from '../../src/platform/environments.js';
+import { PRODUCTION_KEY, silentLog, testConfig } from '../helpers/app.js';
+import { createTestDatabase, onPostgres, storeName } from '../helpers/stores.js';
+
+const run = promisify(execFile);
+const CLI = join(import.meta.dirname, '../../dist/src/cli.js');
+const cleanups: (() => Promise<unknown>)[] = [];
+afterAll(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
+
+describe(`migrations on ${storeName}`, () => {
+  it('applies every file once, recording its name and time, and is a no-op afterwards', async () => {
+    const t = await createTestDatabase({ empty: true });
+    cleanups.push(() => t.drop());
+    const files = loadMigrations();
+    expect(files.length).toBeGreaterThan(0);
+    const before = Date.now();
+    expect(await migrate(t.db)).toEqual(files.map((m) => m.version));
+    expect(await migrate(t.db)).toEqual([]);
+    const applied = await listAppliedMigrations(t.db);
+    expect(applied.map(({ version, name }) => ({ version, name }))).toEqual(files.map(({ version, name }) => ({ version, name })));
+    for (const row of applied) expect(Date.parse(row.applied_at)).toBeGreaterThanOrEqual(before - 60_000);
+  });
+
+  it('refuses a migration that changed after it was applied', async () => {
+    const t = await createTestDatabase();
+    cleanups.push(() => t.drop());
+    const [first, ...rest] = loadMigrations();
+    const edited = { ...first!, sql: `${first!.sql}\n-- edited`, checksum: 'different' };
+    await expect(migrate(t.db, [edited, ...rest])).rejects.toThrow(`Migration 1_${first!.name} was changed after it was applied`);
+  });
+
+  it('a failing migration leaves nothing of itself behind', async () => {
+    const t = await createTestDatabase();
+    cleanups.push(() => t.drop());
+    const files = loadMigrations();
+    const broken = { version: files.length + 1, name: 'broken', sql: 'create table half_done (id int); select 1/0;', checksum: 'x' };
+    await expect(migrate(t.db, [...files, broken])).rejects.toThrow('division by zero');
+    expect((await t.db.query(`select to_regclass('half_done') as t`)).rows).toEqual([{ t: null }]);
+    expect((await listAppliedMigrations(t.db)).map((m) => m.version)).toEqual(files.map((m) => m.version));
+  });
+});
+
+describe.runIf(onPostgres)('two instances booting on one fresh PostgreSQL database (PostgreSQL only)', () => {
+  it('both boot, and every migration is applied exactly once', async () => {
+    const production = await createTestDatabase({ empty: true });
+    const demo = await createTestDatabase({ empty: true });
+    cleanups.push(() => production.drop(), () => demo.drop());
+    const config = testConfig({ PRODUCTION_DATABASE_URL: production.url!, DEMO_DATABASE_URL: demo.url! });
+    const boot = async () => {
+      const environments = await Environments.open(config, { log: silentLog });
+      return buildApp({ config, environments, logger: silentLog });
+    };
+    const apps = await Promise.all([boot(), boot(), boot()]);
+    cleanups.push(() => Promise.all(apps.map((app) => app.close())));
+    for (const app of apps) {
+      const res = await app.inject({ url: '/generate/case', headers: { authorization: PRODUCTION_KEY } });
+      expect(res.statusCode).toBe(200);
+    }
+    const check = openPostgres({ connectionString: production.url! });
+    cleanups.push(() => check.close());
+    const { rows } = await check.query(`select version, count(*) as n from schema_migrations group by version order by version`);
+    expect(rows).toEqual(loadMigrations().map((m) => ({ version: m.version, n: 1 })));
+  });
+});
+
+describe('the embedded data folder is held by one process', () => {
+  it('a second process opening it is refused with a clear error, and nothing is written', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'cms-lock-'));
+    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const held = await openPglite({ dataDir: join(dataDir, 'production') });
+    try {
+      const failure = await run(process.execPath, [CLI, 'migrate', '--env', 'production'], {
+        env: { PATH: process.env.PATH, DATA_DIR: dataDir },
+      }).catch((err: { code: number; stderr: string }) => err);
+      expect(failure).toMatchObject({ code: 1 });
+      expect((failure as { stderr: string }).stderr).toContain(
+        `The embedded data folder ${join(dataDir, 'production')} is in use by process ${process.pid}`,
+      );
+      // Our handle still works and saw no migration from the refused process.
+      expect((await held.query(`select to_regclass('schema_migrations') as t`)).rows).toEqual([{ t: null }]);
+    } finally {
+      await held.close();
+    }
+    // Once released, the same command succeeds.
+    const ok = await run(process.execPath, [CLI, 'migrate', '--env', 'production'], { env: { PATH: process.env.PATH, DATA_DIR: dataDir } });
+    expect(ok.stdout).toMatch(/^production: applied 1/);
+  });
+
+  it('a lock left by a process that died is taken over', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'cms-lock-'));
+    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const { stdout } = await run(process.execPath, ['-e', 'console.log(process.pid)']);
+    await writeFile(join(dataDir, 'production.lock'), stdout.trim()); // that pid has exited
+    const db = await openPglite({ dataDir: join(dataDir, 'production') });
+    expect((await db.query('select 1 as ok')).rows).toEqual([{ ok: 1 }]);
+    await db.close();
+  });
+});
