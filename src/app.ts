@@ -1,5 +1,6 @@
 // buildApp(config, environments) -> the Fastify instance. server.ts and the tests build the same app.
 import { randomUUID } from 'node:crypto';
+import cookie from '@fastify/cookie';
 import cors from '@fastify/cors';
 import formbody from '@fastify/formbody';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -11,6 +12,11 @@ import { openApiPlugin } from './platform/http/openapi.js';
 import { BODY_LIMIT, requestContextPlugin } from './platform/http/request-context.js';
 import { validatorCompiler } from './platform/http/validation.js';
 import { utilitiesRoutes } from './utilities/routes.js';
+import { oauthRoutes } from './auth/oauth-routes.js';
+import { demoRoutes } from './demo/routes.js';
+import { agentsRoutes } from './agents/routes.js';
+import { Agent } from './agents/schemas.js';
+import { sessionRoutes } from './auth/session-routes.js';
 
 export interface BuildAppOptions {
   config: Config;
@@ -51,9 +57,11 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
     exposedHeaders: ['X-Request-Id', 'Retry-After'],
     maxAge: 600,
   });
-  await app.register(requestContextPlugin, { environments });
+  await app.register(cookie);
+  await app.register(requestContextPlugin, { environments, allowedOrigins });
   await app.register(formbody, { bodyLimit: BODY_LIMIT });
   await app.register(openApiPlugin, { serviceName: config.serviceName });
+  app.addSchema(Agent);
 
   app.get(
     '/',
@@ -61,7 +69,11 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
     async (_request, reply) => reply.type('text/plain; charset=utf-8').send(`${config.serviceName} API Online`),
   );
   await app.register(utilitiesRoutes);
+  await app.register(oauthRoutes, { config });
+  await app.register(agentsRoutes);
+  await app.register(sessionRoutes);
 
+  await app.register(demoRoutes);
   if (ownsEnvironments) app.addHook('onClose', () => environments.close());
   return app as unknown as FastifyInstance;
 }

@@ -3,6 +3,7 @@
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { ENVIRONMENTS, type Config, type EnvironmentConfig, type EnvironmentName } from '../config.js';
+import { seedDemoIfEmpty } from '../demo/seed.js';
 import { migrate } from './db/migrate.js';
 import { openPglite } from './db/pglite.js';
 import { openPostgres } from './db/postgres.js';
@@ -103,6 +104,7 @@ export class Environments {
     try {
       db = await this.options.openDb(envConfig);
       await migrate(db);
+      if (name === 'demo' && (await seedDemoIfEmpty(db))) this.options.log.info('demo environment seeded (first start)');
     } catch (err) {
       await db?.close().catch(() => undefined);
       if (!isUnreachable(err)) throw err;

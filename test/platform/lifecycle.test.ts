@@ -7,7 +7,7 @@ import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestDatabase, onPostgres, storeName, type TestDatabase } from '../helpers/stores.js';
 
 const SERVER = join(import.meta.dirname, '../../dist/src/server.js');
@@ -78,12 +78,14 @@ describe(`the service process on ${storeName}`, () => {
     const res = await fetch(`http://127.0.0.1:${service.port}/generate/case`, { headers: { authorization: KEY, 'x-request-id': 'trace-abc.123' } });
     expect(res.status).toBe(200);
     expect(res.headers.get('x-request-id')).toBe('trace-abc.123');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const entries = service.logs.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
-    const mine = entries.filter((e) => e.request_id === 'trace-abc.123');
-    expect(mine.map((e) => e.msg)).toEqual(['incoming request', 'request completed']);
-    expect(mine[1]).toMatchObject({ res: { statusCode: 200 } });
-    expect(JSON.stringify(mine)).not.toContain(KEY);
+    const mine = () =>
+      service.logs
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((e) => e.request_id === 'trace-abc.123');
+    await vi.waitFor(() => expect(mine().map((e) => e.msg)).toEqual(['incoming request', 'request completed']), { timeout: 5000 });
+    expect(mine()[1]).toMatchObject({ res: { statusCode: 200 } });
+    expect(JSON.stringify(mine())).not.toContain(KEY);
   });
 
   it('mints a request id when the incoming one is not a sane token', async () => {

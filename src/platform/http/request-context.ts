@@ -2,8 +2,10 @@
 // environment (from the Host header, fail closed) and credentials (what the route declares).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import type { AgentRow } from '../../agents/queries.js';
 import { apiKeyMatches } from '../auth/api-key.js';
-import type { Permission } from '../auth/permissions.js';
+import { hasPermission, type Permission } from '../auth/permissions.js';
+import { findSessionAgent, SESSION_COOKIE } from '../auth/sessions.js';
 import type { Environment, Environments } from '../environments.js';
 import { errors } from '../errors.js';
 import type { Actor } from '../events.js';
@@ -13,7 +15,7 @@ export const BODY_LIMIT = 1024 * 1024;
 /** What a route accepts: the bot's API key, a browser session, either, or no credential. */
 export type AuthMode = 'key' | 'session' | 'either' | 'none';
 
-export type Principal = { kind: 'key' };
+export type Principal = { kind: 'key' } | { kind: 'session'; agent: AgentRow; token: string };
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -36,12 +38,18 @@ const FORM = 'application/x-www-form-urlencoded';
 
 export interface RequestContextOptions {
   environments: Environments;
+  /** Origins whose state-changing session requests are accepted (dashboard and training). */
+  allowedOrigins: ReadonlySet<string>;
 }
 
 export function actorOf(request: FastifyRequest): Actor {
-  if (request.principal?.kind === 'key') return { kind: 'bot' };
+  const principal = request.principal;
+  if (principal?.kind === 'session') return { kind: 'agent', chatId: principal.agent.chat_id, name: principal.agent.name };
+  if (principal?.kind === 'key') return { kind: 'bot' };
   return { kind: 'system' };
 }
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 async function resolveEnvironment(environments: Environments, request: FastifyRequest): Promise<void> {
   if (request.routeOptions.config.environment === false) return;
@@ -52,20 +60,33 @@ async function resolveEnvironment(environments: Environments, request: FastifyRe
   request.environment = environment;
 }
 
-function authenticate(request: FastifyRequest): void {
-  const { auth } = request.routeOptions.config;
+async function authenticate(request: FastifyRequest, allowedOrigins: ReadonlySet<string>): Promise<void> {
+  const { auth, permission } = request.routeOptions.config;
   if (auth === undefined || auth === 'none') return;
   const header = request.headers.authorization;
-  if (header === undefined) throw errors.unauthorized();
-  if (!apiKeyMatches(header, request.environment.config.apiKey)) throw errors.unauthorized('Invalid API key');
-  if (auth === 'session') throw errors.sessionRequired();
-  // The key holds every permission on the routes that accept it (DESIGN.md): config.permission
-  // constrains sessions only.
-  request.principal = { kind: 'key' };
+  if (header !== undefined) {
+    if (!apiKeyMatches(header, request.environment.config.apiKey)) throw errors.unauthorized('Invalid API key');
+    if (auth === 'session') throw errors.sessionRequired();
+    // The key holds every permission on the routes that accept it (DESIGN.md): config.permission
+    // constrains sessions only.
+    request.principal = { kind: 'key' };
+    return;
+  }
+  const token = request.cookies[SESSION_COOKIE];
+  if (auth === 'key' || token === undefined) throw errors.unauthorized();
+  const agent = await findSessionAgent(request.environment.db, request.environment.name, token);
+  if (agent === undefined) throw errors.unauthorized('Session expired or not valid here: sign in again');
+  // A cookie rides along on cross-site requests; a state change from a foreign page is refused.
+  const origin = request.headers.origin;
+  if (!SAFE_METHODS.has(request.method) && origin !== undefined && !allowedOrigins.has(origin)) {
+    throw errors.forbidden(`Origin ${origin} may not change data`, 'ORIGIN_NOT_ALLOWED');
+  }
+  if (permission !== undefined && !hasPermission(agent, permission)) throw errors.insufficientClearance();
+  request.principal = { kind: 'session', agent, token };
 }
 
 export const requestContextPlugin = fp(
-  async (app: FastifyInstance, { environments }: RequestContextOptions) => {
+  async (app: FastifyInstance, { environments, allowedOrigins }: RequestContextOptions) => {
     app.decorateRequest('environment', null as unknown as Environment);
     app.decorateRequest('principal', null);
 
@@ -83,8 +104,8 @@ export const requestContextPlugin = fp(
       const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
       if (type === FORM && !request.routeOptions.config.acceptsForm) throw errors.unsupportedMediaType(FORM);
       await resolveEnvironment(environments, request);
-      authenticate(request);
+      await authenticate(request, allowedOrigins);
     });
   },
-  { name: 'request-context' },
+  { name: 'request-context', dependencies: ['@fastify/cookie'] },
 );

@@ -19,3 +19,13 @@ export function errorResponses(...statuses: number[]): Record<number, TSchema> {
 
 /** The statuses every environment-resolved, authenticated route can answer with. */
 export const COMMON_ERRORS = [401, 403, 413, 421, 500, 503] as const;
+
+/** A string enum as JSON Schema `enum` (one clear message: "must be one of: a, b"), typed as its union. */
+export function stringEnum<const T extends readonly string[]>(values: T, options: { description?: string } = {}) {
+  return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
+}
+
+/** A string or null, with the string constraints applying to strings only. */
+export function nullableString(options: { minLength?: number; maxLength?: number; pattern?: string; description?: string } = {}) {
+  return Type.Unsafe<string | null>({ type: ['string', 'null'], ...options });
+}

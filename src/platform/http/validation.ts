@@ -34,6 +34,8 @@ export function describeValidationError(context: string, problems: Partial<Error
       return `${context}${path}.${String(params.missingProperty)} is required`;
     case 'additionalProperties':
       return `${context}${path}.${String(params.additionalProperty)} is not an accepted field`;
+    case 'type':
+      return `${context}${path} must be ${([] as unknown[]).concat(params.type).join(' or ')}`;
     case 'enum':
       return `${context}${path} must be one of: ${(params.allowedValues as unknown[]).join(', ')}`;
     default:

@@ -1,0 +1,89 @@
+// Agent rows, read and written in one place. Chat ids are text: snowflakes exceed 2^53.
+import type { Queryable } from '../platform/db/types.js';
+
+export const AGENT_STATUSES = ['onboarding', 'active', 'suspended', 'inactive'] as const;
+export type AgentStatus = (typeof AGENT_STATUSES)[number];
+/** Statuses allowed to sign in (spec Authentication 4). */
+export const SIGN_IN_STATUSES: readonly string[] = ['active', 'onboarding'];
+
+export interface AgentRow {
+  chat_id: string;
+  name: string | null;
+  status: AgentStatus;
+  agent_rank: string | null;
+  security_id: string | null;
+  agreement_id: string | null;
+  agent_id: string | null;
+  clearance_id: string | null;
+  clearance_level: number | null;
+  is_trainer: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+const AGENT_COLUMN_NAMES = ['chat_id', 'name', 'status', 'agent_rank', 'security_id', 'agreement_id', 'agent_id', 'clearance_id',
+  'clearance_level', 'is_trainer', 'created_at', 'updated_at'];
+/** The select list of an agent row, optionally qualified by a table alias. */
+export const agentColumns = (alias?: string) => AGENT_COLUMN_NAMES.map((c) => (alias ? `${alias}.${c}` : c)).join(', ');
+export const AGENT_COLUMNS = agentColumns();
+
+export async function listAgents(db: Queryable, status?: string): Promise<AgentRow[]> {
+  const { rows } = await db.query<AgentRow>(
+    `select ${AGENT_COLUMNS} from agents where ($1::text is null or status = $1::text) order by created_at desc, chat_id`,
+    [status ?? null],
+  );
+  return rows;
+}
+
+export async function findAgent(db: Queryable, chatId: string, options: { forUpdate?: boolean } = {}): Promise<AgentRow | undefined> {
+  const { rows } = await db.query<AgentRow>(
+    `select ${AGENT_COLUMNS} from agents where chat_id = $1::text${options.forUpdate ? ' for update' : ''}`,
+    [chatId],
+  );
+  return rows[0];
+}
+
+export interface NewAgent {
+  chat_id: string;
+  name?: string | null | undefined;
+  status?: AgentStatus | undefined;
+  agent_rank?: string | null | undefined;
+  clearance_level?: number | null | undefined;
+  is_trainer?: boolean | undefined;
+}
+
+/** Inserts an agent; returns undefined when the chat id is taken (no exception, no aborted tx). */
+export async function insertAgent(db: Queryable, agent: NewAgent): Promise<AgentRow | undefined> {
+  const { rows } = await db.query<AgentRow>(
+    `insert into agents (chat_id, name, status, agent_rank, clearance_level, is_trainer)
+     values ($1::text, $2::text, coalesce($3::text, 'onboarding'), $4::text, $5::smallint, coalesce($6::boolean, false))
+     on conflict (chat_id) do nothing
+     returning ${AGENT_COLUMNS}`,
+    [agent.chat_id, agent.name ?? null, agent.status ?? null, agent.agent_rank ?? null, agent.clearance_level ?? null, agent.is_trainer ?? null],
+  );
+  return rows[0];
+}
+
+/** Columns an update may set; the route decides which of them a caller may touch. */
+export const UPDATABLE_AGENT_FIELDS = [
+  'name',
+  'status',
+  'agent_rank',
+  'security_id',
+  'agreement_id',
+  'agent_id',
+  'clearance_id',
+  'clearance_level',
+  'is_trainer',
+] as const;
+export type AgentChanges = Partial<Pick<AgentRow, (typeof UPDATABLE_AGENT_FIELDS)[number]>>;
+
+export async function updateAgent(db: Queryable, chatId: string, changes: AgentChanges): Promise<AgentRow> {
+  const fields = UPDATABLE_AGENT_FIELDS.filter((field) => field in changes);
+  const assignments = fields.map((field, i) => `${field} = $${i + 2}`);
+  const { rows } = await db.query<AgentRow>(
+    `update agents set ${[...assignments, 'updated_at = now()'].join(', ')} where chat_id = $1::text returning ${AGENT_COLUMNS}`,
+    [chatId, ...fields.map((field) => changes[field] ?? null)],
+  );
+  return rows[0]!;
+}

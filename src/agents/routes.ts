@@ -1,0 +1,117 @@
+// Agents (spec: Agents). The bot (API key) and the dashboard (session) share the update route
+// with different rules: the bot may set onboarding fields but never the rank; the dashboard path
+// is an admin capability with a reason, Director-only rank and clearance changes, no self-edits.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { recordAudit } from '../platform/audit.js';
+import { requireAdmin } from '../platform/auth/guards.js';
+import { isDirector, rankIndex } from '../platform/auth/permissions.js';
+import { errors } from '../platform/errors.js';
+import { actorOf } from '../platform/http/request-context.js';
+import { COMMON_ERRORS, errorResponses } from '../platform/http/schemas.js';
+import { findAgent, insertAgent, listAgents, updateAgent, type AgentChanges, type AgentRow } from './queries.js';
+import { AgentList, AgentListQuery, AgentParams, AgentResult, CreateAgentBody, UpdateAgentBody } from './schemas.js';
+
+const tags = ['Agents'];
+const BOT_FIELDS: ReadonlySet<string> = new Set(['name', 'status', 'security_id', 'agreement_id', 'agent_id', 'clearance_id', 'clearance_level', 'reason']);
+
+export const agentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/agents',
+    {
+      config: { auth: 'either', permission: 'view_agents' },
+      schema: { tags, summary: 'All agents, newest first', querystring: AgentListQuery, response: { 200: AgentList, ...errorResponses(400, ...COMMON_ERRORS) } },
+    },
+    async (request) => ({ success: true as const, agents: await listAgents(request.environment.db, request.query.status) }),
+  );
+
+  app.get(
+    '/agents/:chat_id',
+    {
+      config: { auth: 'either', permission: 'view_agents' },
+      schema: { tags, summary: 'One agent', params: AgentParams, response: { 200: AgentResult, ...errorResponses(400, 404, ...COMMON_ERRORS) } },
+    },
+    async (request) => {
+      const agent = await findAgent(request.environment.db, request.params.chat_id);
+      if (!agent) throw errors.notFound(`Agent ${request.params.chat_id}`);
+      return { success: true as const, agent };
+    },
+  );
+
+  app.post(
+    '/agents/create',
+    {
+      config: { auth: 'either', permission: 'manage_agents' },
+      schema: {
+        tags,
+        summary: 'Create an onboarding agent (all onboarding identifiers null)',
+        body: CreateAgentBody,
+        response: { 201: AgentResult, ...errorResponses(400, 409, 415, ...COMMON_ERRORS) },
+      },
+    },
+    async (request, reply) => {
+      const body = request.body;
+      const caller = request.principal?.kind === 'session' ? request.principal.agent : undefined;
+      if (caller && body.agent_rank && rankIndex(body.agent_rank) > rankIndex(caller.agent_rank)) {
+        throw errors.forbidden('You cannot create an agent ranked above yourself', 'RANK_HIERARCHY');
+      }
+      const agent = await request.environment.db.transaction(async (tx) => {
+        const created = await insertAgent(tx, body);
+        if (!created) throw errors.conflict(`Agent ${body.chat_id} already exists`, 'DUPLICATE');
+        await recordAudit(tx, { actor: actorOf(request), action: 'agent.created', target: created.chat_id, after: created, correlationId: request.id });
+        return created;
+      });
+      return reply.code(201).send({ success: true as const, agent });
+    },
+  );
+
+  app.patch(
+    '/agents/:chat_id/update',
+    {
+      config: { auth: 'either' },
+      schema: {
+        tags,
+        summary: 'Update an agent: bot path (API key) or dashboard path (admin_agents, reason required)',
+        params: AgentParams,
+        body: UpdateAgentBody,
+        response: { 200: AgentResult, ...errorResponses(400, 404, 415, ...COMMON_ERRORS) },
+      },
+    },
+    async (request) => {
+      const { reason, ...changes } = request.body;
+      if (Object.keys(changes).length === 0) throw errors.validation('body has no field to update');
+      const dashboard = request.principal?.kind === 'session';
+      if (dashboard) {
+        if (reason === undefined) throw errors.validation('body.reason is required');
+        await requireAdmin(request, 'admin_agents');
+      } else {
+        if ('agent_rank' in changes) throw errors.validation('body.agent_rank cannot be changed by the bot');
+        const refused = Object.keys(request.body).find((field) => !BOT_FIELDS.has(field));
+        if (refused) throw errors.validation(`body.${refused} is not an accepted field for the bot`);
+      }
+      const agent = await request.environment.db.transaction(async (tx) => {
+        const before = await findAgent(tx, request.params.chat_id, { forUpdate: true });
+        if (!before) throw errors.notFound(`Agent ${request.params.chat_id}`);
+        if (dashboard) assertDashboardMayChange(request, before, changes);
+        const after = await updateAgent(tx, before.chat_id, changes);
+        await recordAudit(tx, { actor: actorOf(request), action: 'agent.updated', target: before.chat_id, reason, before, after, correlationId: request.id });
+        return after;
+      });
+      return { success: true as const, agent };
+    },
+  );
+};
+
+/** Re-checked against the locked row, so a concurrent promotion cannot slip past the rules. */
+function assertDashboardMayChange(request: FastifyRequest, target: AgentRow, changes: AgentChanges): void {
+  const caller = request.principal?.kind === 'session' ? request.principal.agent : undefined;
+  if (!caller) return;
+  if (caller.chat_id === target.chat_id) throw errors.forbidden('You cannot modify your own agent record', 'SELF_MODIFICATION');
+  const director = isDirector(caller.agent_rank);
+  if (!director && rankIndex(target.agent_rank) > rankIndex(caller.agent_rank)) {
+    throw errors.forbidden('You cannot modify an agent ranked above yourself', 'RANK_HIERARCHY');
+  }
+  const rankChange = changes.agent_rank !== undefined && changes.agent_rank !== target.agent_rank;
+  const clearanceChange = changes.clearance_level !== undefined && changes.clearance_level !== target.clearance_level;
+  if ((rankChange || clearanceChange) && !director) throw errors.forbidden('Director access required', 'DIRECTOR_REQUIRED');
+}

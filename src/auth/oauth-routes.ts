@@ -1,0 +1,213 @@
+// Chat-platform sign-in (spec: Authentication and session). /auth/chat/login mints a state bound
+// to the environment and to this browser, and sends the browser to the platform; the callback
+// checks that state, exchanges the code, resolves the agent and starts a fresh session. Every
+// sign-in failure goes back to the dashboard login as ?error=<code> (or to the popup's opener).
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { findAgent, SIGN_IN_STATUSES, type AgentRow } from '../agents/queries.js';
+import type { Config } from '../config.js';
+import { createSession, destroySession, hashToken, SESSION_COOKIE, SESSION_TTL_SECONDS, tokenEnvironment } from '../platform/auth/sessions.js';
+import type { Environment } from '../platform/environments.js';
+import { errors } from '../platform/errors.js';
+import { errorResponses } from '../platform/http/schemas.js';
+import { ChatSignInError, demoAgentFor, exchangeCode, fetchChatUserId, type ChatFailureCode } from './chat-client.js';
+import { consumeOAuthState, insertOAuthState, OAUTH_STATE_TTL_SECONDS, type OAuthAttempt } from './oauth-queries.js';
+import { CallbackQuery, LoginQuery, PopupPage, RedirectResponse } from './oauth-schemas.js';
+
+export { demoAgentFor } from './chat-client.js';
+
+export const STATE_COOKIE = 'cms_oauth_state';
+const STATE_COOKIE_PATH = '/auth/chat';
+
+export type SignInFailureCode =
+  | ChatFailureCode
+  | 'chat_authorization_denied'
+  | 'oauth_state_mismatch'
+  | 'not_a_svc_agent'
+  | 'agent_not_active'
+  | 'demo_not_authorized';
+
+class SignInFailed extends Error {
+  constructor(
+    readonly code: SignInFailureCode,
+    detail: string,
+  ) {
+    super(detail);
+  }
+}
+
+export interface OAuthRoutesOptions {
+  config: Config;
+}
+
+export const oauthRoutes: FastifyPluginAsyncTypebox<OAuthRoutesOptions> = async (app, { config }) => {
+  const returnOrigins = new Set([...config.dashboardOrigins, ...config.trainingOrigins]);
+  const homeOrigin = config.dashboardOrigins[0] ?? config.trainingOrigins[0];
+  const cookieBase = (request: FastifyRequest) =>
+    ({ httpOnly: true, sameSite: 'lax', secure: request.protocol === 'https' }) as const;
+
+  app.get(
+    '/auth/chat/login',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags: ['Authentication'],
+        summary: 'Start chat-platform sign-in: redirects the browser to the OAuth page',
+        querystring: LoginQuery,
+        response: { 302: RedirectResponse, ...errorResponses(400, 421, 500, 503) },
+      },
+    },
+    async (request, reply) => {
+      const oauth = config.chatOAuth;
+      if (oauth === undefined) throw errors.notConfigured('Chat sign-in');
+      const returnTo = request.query.return_to === undefined ? null : allowedReturnTo(request.query.return_to, returnOrigins);
+      const { name, db } = request.environment;
+      // The environment prefix lets the callback refuse a state minted by the other environment.
+      const state = `${name}.${randomBytes(32).toString('base64url')}`;
+      await insertOAuthState(db, hashToken(state), { returnTo, popup: request.query.popup === '1' });
+      reply.setCookie(STATE_COOKIE, state, { ...cookieBase(request), path: STATE_COOKIE_PATH, maxAge: OAUTH_STATE_TTL_SECONDS });
+      const authorize = new URL(oauth.authorizeUrl);
+      const params = { response_type: 'code', client_id: oauth.clientId, scope: 'identify', redirect_uri: oauth.redirectUri, state, prompt: 'none' };
+      for (const [key, value] of Object.entries(params)) authorize.searchParams.set(key, value);
+      return reply.header('cache-control', 'no-store').redirect(authorize.toString(), 302);
+    },
+  );
+
+  app.get(
+    '/auth/chat/callback',
+    {
+      config: { auth: 'none' },
+      // A malformed query is a failed sign-in (a redirect), not a JSON 400.
+      attachValidation: true,
+      schema: {
+        tags: ['Authentication'],
+        summary: 'OAuth redirect target: checks the state, signs the agent in, redirects to the dashboard',
+        description:
+          'Failures redirect to the dashboard login with ?error=<code>: chat_authorization_denied, oauth_state_mismatch, ' +
+          'chat_redirect_uri_mismatch, chat_token_exchange_failed, chat_user_fetch_failed, not_a_svc_agent, ' +
+          'agent_not_active, demo_not_authorized.',
+        querystring: CallbackQuery,
+        response: { 200: PopupPage, 302: RedirectResponse, ...errorResponses(400, 421, 500, 503) },
+      },
+    },
+    async (request, reply) => {
+      const oauth = config.chatOAuth;
+      if (oauth === undefined) throw errors.notConfigured('Chat sign-in');
+      reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer');
+      reply.clearCookie(STATE_COOKIE, { ...cookieBase(request), path: STATE_COOKIE_PATH });
+      const query: CallbackQuery = request.validationError ? {} : request.query;
+      let attempt: OAuthAttempt | undefined;
+      try {
+        const checked = await checkState(request, query.state);
+        attempt = checked.attempt;
+        if (query.error !== undefined) throw new SignInFailed('chat_authorization_denied', `chat platform answered ${query.error}`);
+        if (checked.attempt === undefined) throw new SignInFailed('oauth_state_mismatch', checked.reason);
+        if (!query.code) throw new SignInFailed('chat_token_exchange_failed', 'no code in the callback');
+        const accessToken = await exchangeCode(oauth, query.code);
+        const chatId = await fetchChatUserId(oauth, accessToken);
+        const agent = await signInAgent(request.environment, chatId);
+        await startSession(request, reply, agent.chat_id);
+        request.log.info({ chat_id: agent.chat_id }, 'chat sign-in succeeded');
+        return succeed(reply, checked.attempt);
+      } catch (err) {
+        if (!(err instanceof SignInFailed || err instanceof ChatSignInError)) throw err;
+        request.log.info({ code: err.code, detail: err.message }, 'chat sign-in failed');
+        return fail(reply, err.code, attempt);
+      }
+    },
+  );
+
+  /** The attempt behind a state that matches this browser's cookie and environment, consumed. */
+  async function checkState(request: FastifyRequest, state: string | undefined): Promise<{ attempt?: OAuthAttempt; reason: string }> {
+    const cookie = request.cookies[STATE_COOKIE];
+    if (!state) return { reason: 'no state in the callback' };
+    if (!cookie) return { reason: 'no state cookie: another browser, or the attempt expired' };
+    // Compare fixed-length digests, so neither the length nor the content leaks through timing.
+    const matches = timingSafeEqual(Buffer.from(hashToken(state), 'hex'), Buffer.from(hashToken(cookie), 'hex'));
+    if (!matches) return { reason: 'state does not match this browser' };
+    if (tokenEnvironment(state) !== request.environment.name) return { reason: 'state minted by another environment' };
+    const attempt = await consumeOAuthState(request.environment.db, hashToken(state));
+    return attempt ? { attempt, reason: 'ok' } : { reason: 'state unknown, already used or expired' };
+  }
+
+  async function signInAgent(environment: Environment, chatId: string): Promise<AgentRow> {
+    let agentChatId = chatId;
+    if (environment.name === 'demo') {
+      const demoAgent = demoAgentFor(chatId, config.demoAllowedChatIds);
+      if (demoAgent === undefined) throw new SignInFailed('demo_not_authorized', `chat id ${chatId} is not allowed into the demo`);
+      agentChatId = demoAgent;
+    }
+    const agent = await findAgent(environment.db, agentChatId);
+    if (agent === undefined) throw new SignInFailed('not_a_svc_agent', `no agent with chat id ${agentChatId}`);
+    if (!SIGN_IN_STATUSES.includes(agent.status)) throw new SignInFailed('agent_not_active', `agent ${agentChatId} is ${agent.status}`);
+    return agent;
+  }
+
+  /** Session fixation: whatever session this browser carried dies before the new one is issued. */
+  async function startSession(request: FastifyRequest, reply: FastifyReply, chatId: string): Promise<void> {
+    const { name, db } = request.environment;
+    const previous = request.cookies[SESSION_COOKIE];
+    const { token } = await db.transaction(async (tx) => {
+      if (previous) await destroySession(tx, previous);
+      return createSession(tx, name, chatId);
+    });
+    reply.setCookie(SESSION_COOKIE, token, { ...cookieBase(request), path: '/', maxAge: SESSION_TTL_SECONDS });
+  }
+
+  function succeed(reply: FastifyReply, attempt: OAuthAttempt) {
+    const returnOrigin = attempt.returnTo === null ? homeOrigin : new URL(attempt.returnTo).origin;
+    if (attempt.popup && returnOrigin !== undefined) return popupPage(reply, { type: 'chat-auth', success: true }, returnOrigin);
+    const target = attempt.returnTo ?? (homeOrigin === undefined ? undefined : `${homeOrigin}/`);
+    if (target !== undefined) return reply.redirect(target, 302);
+    return reply.type('text/plain; charset=utf-8').send('Signed in. You can close this window.');
+  }
+
+  function fail(reply: FastifyReply, code: SignInFailureCode, attempt: OAuthAttempt | undefined) {
+    // Popup mode is known only from a verified state: a forged callback never gets a popup page.
+    const returnOrigin = attempt?.returnTo ? new URL(attempt.returnTo).origin : homeOrigin;
+    if (attempt?.popup && returnOrigin !== undefined) {
+      return popupPage(reply, { type: 'chat-auth', success: false, error: code }, returnOrigin);
+    }
+    if (config.dashboardLoginUrl === undefined) throw errors.validation(`Chat sign-in failed: ${code}`);
+    const login = new URL(config.dashboardLoginUrl);
+    login.searchParams.set('error', code);
+    return reply.redirect(login.toString(), 302);
+  }
+};
+
+/** return_to must be an http(s) URL on an allowed dashboard or training origin. */
+function allowedReturnTo(raw: string, origins: ReadonlySet<string>): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = undefined;
+  }
+  const ok = url !== undefined && (url.protocol === 'https:' || url.protocol === 'http:') && !url.username && !url.password && origins.has(url.origin);
+  if (!ok || url === undefined) throw errors.validation('querystring.return_to must be a URL on an allowed dashboard or training origin');
+  return url.toString();
+}
+
+/** JSON made safe inside <script>: no `</script>`, no HTML comment, no JS line separators. */
+function scriptValue(value: unknown): string {
+  return JSON.stringify(value)
+    .replace(/</g, '\\u003c')
+    .replace(/>/g, '\\u003e')
+    .replace(/&/g, '\\u0026')
+    .replace(/\u2028/g, '\\u2028')
+    .replace(/\u2029/g, '\\u2029');
+}
+
+/** The popup's answer: post the outcome to the opener (that origin only), then close. */
+function popupPage(reply: FastifyReply, message: { type: 'chat-auth'; success: boolean; error?: string }, targetOrigin: string) {
+  const script =
+    `(function(){var message=${scriptValue(message)};var origin=${scriptValue(targetOrigin)};` +
+    'try{if(window.opener){window.opener.postMessage(message,origin);}}finally{window.close();}})();';
+  const hash = createHash('sha256').update(script).digest('base64');
+  const text = message.success ? 'Signed in. You can close this window.' : 'Sign-in failed. You can close this window.';
+  return reply
+    .header('content-security-policy', `default-src 'none'; script-src 'sha256-${hash}'; base-uri 'none'; frame-ancestors 'none'`)
+    .type('text/html; charset=utf-8')
+    .send(`<!doctype html><html><head><meta charset="utf-8"><title>Sign-in</title></head><body><p>${text}</p><script>${script}</script></body></html>`);
+}

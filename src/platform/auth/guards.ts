@@ -1,0 +1,62 @@
+// Reusable authorization guards for handlers (spec Authentication 6 to 8). The route's declared
+// auth and permission run first (request-context.ts); these add the rules that depend on data.
+import type { FastifyRequest } from 'fastify';
+import type { AgentRow } from '../../agents/queries.js';
+import type { Queryable } from '../db/types.js';
+import { errors } from '../errors.js';
+import { hasPermission, isDirector, isSupervisorRank, MINIMUM_CLEARANCES, type Permission } from './permissions.js';
+
+/** Admin capabilities (spec: System administration). `admin_access` is the allowlist itself. */
+export const ADMIN_CAPABILITIES = ['admin_health', 'admin_queue', 'admin_audit', 'admin_agents', 'admin_reports', 'admin_schema', 'admin_access'] as const;
+export type AdminCapability = (typeof ADMIN_CAPABILITIES)[number];
+const DIRECTOR_ONLY: ReadonlySet<AdminCapability> = new Set(['admin_reports', 'admin_schema', 'admin_access']);
+
+/** The signed-in agent; the API key gets 403 (a session-only operation). */
+export function sessionAgent(request: FastifyRequest): AgentRow {
+  if (request.principal?.kind !== 'session') throw errors.sessionRequired();
+  return request.principal.agent;
+}
+
+export async function isAllowlisted(db: Queryable, chatId: string): Promise<boolean> {
+  const { rows } = await db.query('select 1 from admin_allowlist where chat_id = $1::text and active', [chatId]);
+  return rows.length > 0;
+}
+
+function capabilityAllowed(agent: AgentRow, capability: AdminCapability): boolean {
+  if (DIRECTOR_ONLY.has(capability) && !isDirector(agent.agent_rank)) return false;
+  return capability === 'admin_access' || hasPermission(agent, capability as Permission);
+}
+
+/** What the dashboard may offer this agent: computed here so the client never decides. */
+export function adminCapabilities(agent: AgentRow, allowlisted: boolean): Record<AdminCapability, boolean> {
+  return Object.fromEntries(ADMIN_CAPABILITIES.map((c) => [c, allowlisted && capabilityAllowed(agent, c)])) as Record<AdminCapability, boolean>;
+}
+
+/**
+ * require_admin (spec Authentication 7): a session, an active allowlist entry, the capability's
+ * clearance, and Director rank for the Director-only capabilities.
+ */
+export async function requireAdmin(request: FastifyRequest, capability: AdminCapability): Promise<AgentRow> {
+  const agent = sessionAgent(request);
+  if (!(await isAllowlisted(request.environment.db, agent.chat_id))) throw errors.forbidden('Not an admin user', 'NOT_ADMIN');
+  if (DIRECTOR_ONLY.has(capability) && !isDirector(agent.agent_rank)) throw errors.forbidden('Director access required', 'DIRECTOR_REQUIRED');
+  if (capability !== 'admin_access' && (agent.clearance_level ?? 0) < MINIMUM_CLEARANCES[capability]) throw errors.insufficientClearance();
+  return agent;
+}
+
+/** Supervisor-flagged records are for supervisor rank only; the bot sees everything. */
+export function assertMaySeeSupervisor(request: FastifyRequest, isSupervisorFlagged: boolean): void {
+  if (!isSupervisorFlagged || request.principal?.kind !== 'session') return;
+  if (!isSupervisorRank(request.principal.agent.agent_rank)) {
+    throw errors.forbidden('Supervisor reports require supervisor rank', 'SUPERVISOR_ONLY');
+  }
+}
+
+/** A browser session may change a report only as its assigned agent (or supervisor rank where allowed). */
+export function assertAssignedAgent(request: FastifyRequest, assignedAgent: string | null, options: { supervisorMayAct?: boolean } = {}): void {
+  if (request.principal?.kind !== 'session') return;
+  const agent = request.principal.agent;
+  if (assignedAgent !== null && assignedAgent === agent.chat_id) return;
+  if (options.supervisorMayAct && isSupervisorRank(agent.agent_rank)) return;
+  throw errors.forbidden('Only the assigned agent may do this', 'NOT_ASSIGNED');
+}

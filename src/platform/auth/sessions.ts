@@ -1,0 +1,51 @@
+// Browser sessions: an opaque random token in an HttpOnly cookie; only its SHA-256 is stored, in
+// the environment's own database. The token carries its environment as a prefix, so a cookie
+// minted for one environment is refused by the other before any lookup.
+import { createHash, randomBytes } from 'node:crypto';
+import { agentColumns, SIGN_IN_STATUSES, type AgentRow } from '../../agents/queries.js';
+import type { EnvironmentName } from '../../config.js';
+import type { Queryable } from '../db/types.js';
+
+export const SESSION_COOKIE = 'cms_session';
+/** Absolute lifetime: a day's shift; signing in again starts a new session. */
+export const SESSION_TTL_SECONDS = 12 * 60 * 60;
+
+export const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
+
+export function newToken(environment: EnvironmentName): string {
+  return `${environment}.${randomBytes(32).toString('base64url')}`;
+}
+
+export function tokenEnvironment(token: string): string {
+  return token.slice(0, Math.max(0, token.indexOf('.')));
+}
+
+export async function createSession(db: Queryable, environment: EnvironmentName, chatId: string): Promise<{ token: string; expiresAt: Date }> {
+  const token = newToken(environment);
+  // Sign-ins are rare next to requests: a good moment to sweep expired rows (indexed).
+  await db.query('delete from sessions where expires_at <= now()');
+  const { rows } = await db.query<{ expires_at: string }>(
+    `insert into sessions (token_hash, chat_id, expires_at) values ($1::text, $2::text, now() + make_interval(secs => $3::int))
+     returning expires_at`,
+    [hashToken(token), chatId, SESSION_TTL_SECONDS],
+  );
+  return { token, expiresAt: new Date(rows[0]!.expires_at) };
+}
+
+/**
+ * The live agent behind a session cookie: one indexed join per request, so a demotion, a
+ * deactivation or a clearance change applies on the very next request, on every instance.
+ */
+export async function findSessionAgent(db: Queryable, environment: EnvironmentName, token: string): Promise<AgentRow | undefined> {
+  if (tokenEnvironment(token) !== environment) return undefined;
+  const { rows } = await db.query<AgentRow>(
+    `select ${agentColumns('a')} from sessions s join agents a on a.chat_id = s.chat_id
+     where s.token_hash = $1::text and s.expires_at > now() and a.status = any($2::text[])`,
+    [hashToken(token), SIGN_IN_STATUSES],
+  );
+  return rows[0];
+}
+
+export async function destroySession(db: Queryable, token: string): Promise<void> {
+  await db.query('delete from sessions where token_hash = $1::text', [hashToken(token)]);
+}
