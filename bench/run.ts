@@ -1,56 +1,68 @@
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { installSignalHandlers, runCleanup } from './lib/cleanup.js';
-import { compare, measure, ratio, sampleResponse } from './lib/measure.js';
+import { makeContext } from './lib/context.js';
+import { countAsOurs } from './lib/machine.js';
 import { createBenchDatabases } from './lib/pg.js';
 import { settle, spawnNode, stop, waitReady, type Child } from './lib/proc.js';
 import { formatLine, summaryTable, writeJson, type Report } from './lib/report.js';
-import { API_KEY, DEMO_API_KEY, freshDataDir, SERVICE_SCRIPT, startService } from './lib/service.js';
+import { freshDataDir, SERVICE_SCRIPT, startService } from './lib/service.js';
 import { scenarios } from './scenarios/index.js';
-import type { Context, MeasureOptions, Measurement, ResultLine, RunOptions, Scenario } from './types.js';
+import type { RunOptions, Scenario } from './types.js';
 
 const HELP = `usage: node dist/bench/run.js [options]   (or: npm run bench -- [options])
   --only <a,b>         run only these scenarios (${scenarios.map((s) => s.name).join(', ')})
-  --duration <s>       measured seconds per load run (default 10)
+  --duration <s>       measured seconds per side of a comparison (default 10)
   --connections <n>    concurrent connections (default 50)
   --warmup <s>         discarded warm-up seconds before each load run (default 2)
-  --rounds <n>         alternating rounds a service/baseline comparison is split into (default 4)
+  --rounds <n>         alternating rounds a service/baseline comparison is split into (default 5)
+  --quiet-wait <s>     before each load run, wait at most this long for other processes to go quiet (default 30; 0 = don't)
   --pg <url>           run the shared service on PostgreSQL: two fresh databases are created next to <url> and dropped at the end
   --list               list scenarios and exit`;
+
+class UsageError extends Error {}
 
 function positive(name: string, raw: string | undefined, fallback: number, allowZero = false): number {
   if (raw === undefined) return fallback;
   const n = Number(raw);
-  if (!Number.isFinite(n) || n < 0 || (!allowZero && n === 0)) throw new Error(`--${name} must be a positive number, got "${raw}"`);
+  if (!Number.isFinite(n) || n < 0 || (!allowZero && n === 0)) throw new UsageError(`--${name} must be a positive number, got "${raw}"`);
   return n;
 }
 
 function parseOptions(): RunOptions & { list: boolean } {
-  const { values } = parseArgs({
-    options: {
-      only: { type: 'string' },
-      duration: { type: 'string' },
-      connections: { type: 'string' },
-      warmup: { type: 'string' },
-      rounds: { type: 'string' },
-      pg: { type: 'string' },
-      list: { type: 'boolean', default: false },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-  });
+  let parsed;
+  try {
+    parsed = parseArgs({
+      options: {
+        only: { type: 'string' },
+        duration: { type: 'string' },
+        connections: { type: 'string' },
+        warmup: { type: 'string' },
+        rounds: { type: 'string' },
+        'quiet-wait': { type: 'string' },
+        pg: { type: 'string' },
+        list: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message}\n${HELP}`);
+  }
+  const { values } = parsed;
   if (values.help) {
     console.log(HELP);
     process.exit(0);
   }
   const only = values.only ? values.only.split(',').map((s) => s.trim()).filter(Boolean) : null;
   const unknown = (only ?? []).filter((n) => !scenarios.some((s) => s.name === n));
-  if (unknown.length) throw new Error(`unknown scenario(s): ${unknown.join(', ')}\n${HELP}`);
+  if (unknown.length) throw new UsageError(`unknown scenario(s): ${unknown.join(', ')}\n${HELP}`);
   return {
     only,
     duration: positive('duration', values.duration, 10),
     connections: Math.round(positive('connections', values.connections, 50)),
     warmup: positive('warmup', values.warmup, 2, true),
-    rounds: Math.round(positive('rounds', values.rounds, 4)),
+    rounds: Math.round(positive('rounds', values.rounds, 5)),
+    quietWait: positive('quiet-wait', values['quiet-wait'], 30, true),
     pg: values.pg ?? null,
     list: values.list ?? false,
   };
@@ -65,7 +77,7 @@ async function main(): Promise<number> {
   }
   const selected: Scenario[] = scenarios.filter((s) => !options.only || options.only.includes(s.name));
   const needs = new Set(selected.flatMap((s) => s.needs));
-  const report: Report = { options, store: options.pg ? 'postgres' : 'pglite', lines: [], measurements: [], failures: [], startedAt: new Date() };
+  const report: Report = { options, store: options.pg ? 'postgres' : 'pglite', lines: [], measurements: [], failures: [], warnings: [], startedAt: new Date() };
   console.log(
     `bench: ${selected.map((s) => s.name).join(', ')} | duration ${options.duration}s in ${options.rounds} rounds, ` +
       `warm-up ${options.warmup}s, ${options.connections} connections, store ${report.store}`,
@@ -80,6 +92,7 @@ async function main(): Promise<number> {
   }
   if (needs.has('service')) {
     const dbs = options.pg ? await createBenchDatabases(options.pg) : null;
+    if (dbs) countAsOurs('postgres');
     const started = await startService({ dataDir: freshDataDir(), ...(dbs ?? {}) });
     service = started.child;
     console.log(`service (${SERVICE_SCRIPT}) ready in ${started.readyMs.toFixed(0)} ms at ${service.url}, store ${report.store}`);
@@ -88,39 +101,7 @@ async function main(): Promise<number> {
 
   for (const scenario of selected) {
     console.log(`\n== ${scenario.name}: ${scenario.description}`);
-    const record = async (m: Measurement, opts: MeasureOptions): Promise<void> => {
-      report.measurements.push({ ...m, scenario: scenario.name });
-      if (m.errors + m.non2xx === 0) return;
-      const codes = Object.entries(m.statusCodes).map(([c, n]) => `${c}:${n}`).join(' ');
-      const msg = `${scenario.name}: ${m.label}: ${m.errors} connection errors/timeouts, ${m.non2xx} non-2xx (status ${codes}); sample: ${await sampleResponse(opts)}`;
-      report.failures.push(msg);
-      console.log(`  ERROR ${msg}`);
-    };
-    const ctx: Context = {
-      options,
-      serviceUrl: service?.url ?? '',
-      baselineUrl: baseline?.url ?? '',
-      apiKey: API_KEY,
-      demoApiKey: DEMO_API_KEY,
-      store: options.pg ? 'postgres' : 'pglite',
-      ratio,
-      log: (m) => console.log(m),
-      async measure(opts) {
-        const m = await measure(opts, options);
-        await record(m, opts);
-        return m;
-      },
-      async compare(a, b) {
-        const c = await compare(a, b, options);
-        await record(c.a, a);
-        await record(c.b, b);
-        return c;
-      },
-      line(metric, value, unit, goal): ResultLine {
-        const status = goal ? (goal.ok ? 'PASS' : 'MISS') : 'INFO';
-        return { scenario: scenario.name, metric, value, unit, status, ...(goal ? { goal: goal.text } : {}) };
-      },
-    };
+    const ctx = makeContext(scenario, options, service, baseline, report);
     try {
       const lines = await scenario.run(ctx);
       for (const l of lines) console.log(formatLine(l));
@@ -140,6 +121,10 @@ async function main(): Promise<number> {
   console.log(`\n${summaryTable(report.lines)}`);
   const misses = report.lines.filter((l) => l.status === 'MISS').length;
   console.log(`\n${misses} goal(s) missed (a MISS does not fail the run). Results: ${writeJson(report)}`);
+  if (report.warnings.length) {
+    console.log(`\nWARNING: the machine was busy with other work; these throughput figures are unreliable:`);
+    console.log(report.warnings.map((w) => `  - ${w}`).join('\n'));
+  }
   if (report.failures.length) {
     console.log(`\nFAILED: ${report.failures.length} error(s):\n${report.failures.map((f) => `  - ${f}`).join('\n')}`);
     return 1;
@@ -151,7 +136,7 @@ let code = 1;
 try {
   code = await main();
 } catch (err) {
-  console.error(`bench failed: ${(err as Error).stack ?? String(err)}`);
+  console.error(err instanceof UsageError ? err.message : `bench failed: ${(err as Error).stack ?? String(err)}`);
 } finally {
   await runCleanup();
 }

@@ -24,6 +24,10 @@ export interface Measurement {
   errors: number;
   non2xx: number;
   statusCodes: Record<string, number>;
+  /** Cores' worth of CPU other processes on the machine used meanwhile (time-weighted mean). */
+  otherCores: number;
+  /** Time spent waiting for other processes to go quiet before the runs. */
+  quietWaitMs: number;
 }
 
 export interface Comparison {
@@ -33,6 +37,8 @@ export interface Comparison {
   ratio: number;
   /** The same ratio round by round: its spread shows how steady the machine was. */
   roundRatios: number[];
+  /** Rounds redone because other processes loaded the machine meanwhile. */
+  discardedRounds: number;
 }
 
 export type Status = 'PASS' | 'MISS' | 'INFO';
@@ -54,6 +60,8 @@ export interface RunOptions {
   warmup: number;
   /** Alternating rounds that split --duration in compare(). */
   rounds: number;
+  /** Seconds to wait at most, before each load run, for other processes to go quiet; 0 = don't. */
+  quietWait: number;
   pg: string | null;
 }
 

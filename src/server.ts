@@ -5,6 +5,7 @@ import { pino } from 'pino';
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { Environments } from './platform/environments.js';
+import { collectGarbageOnce } from './platform/memory.js';
 
 function readConfig(): Config {
   try {
@@ -28,6 +29,8 @@ try {
   log.fatal({ err }, (err as Error).message);
   process.exit(1);
 }
+
+if (Object.values(config.environments).some((env) => !env.databaseUrl)) collectGarbageOnce();
 
 const app = await buildApp({ config, environments, logger: log });
 

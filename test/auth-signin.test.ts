@@ -106,7 +106,7 @@ describe('GET /auth/chat/callback: success', () => {
     expect(session.secure).toBeUndefined();
     expect(callback.cookies.find((c) => c.name === 'cms_oauth_state')).toMatchObject({ value: '', path: '/auth/chat' });
     expect(await sessionsOf(t.db.production, id)).toEqual([{ token_hash: hashToken(session.value) }]);
-    expect((await findSessionAgent(t.db.production, 'production', session.value))?.chat_id).toBe(id);
+    expect((await findSessionAgent(t.db.production, 'production', session.value))?.agent.chat_id).toBe(id);
     await destroySession(t.db.production, session.value);
     expect(await findSessionAgent(t.db.production, 'production', session.value)).toBeUndefined();
 

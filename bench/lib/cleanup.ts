@@ -15,6 +15,10 @@ export function trackChild(child: ChildProcess): void {
   child.once('exit', () => children.delete(child));
 }
 
+export function trackedPids(): number[] {
+  return [...children].flatMap((c) => (c.pid === undefined ? [] : [c.pid]));
+}
+
 /** Runs registered tasks once, newest first; safe to call from several paths. */
 export function runCleanup(): Promise<void> {
   running ??= (async () => {

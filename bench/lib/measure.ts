@@ -1,5 +1,6 @@
 import autocannon from 'autocannon';
 import type { Comparison, MeasureOptions, Measurement } from '../types.js';
+import { BUSY_CORES, OtherLoad, waitQuiet } from './machine.js';
 import { httpGet } from './proc.js';
 
 export interface Defaults {
@@ -7,6 +8,8 @@ export interface Defaults {
   duration: number;
   warmup: number;
   rounds: number;
+  /** Seconds to wait at most for other processes to go quiet before a load run. */
+  quietWait: number;
 }
 
 interface Raw {
@@ -16,10 +19,14 @@ interface Raw {
   errors: number;
   non2xx: number;
   statusCodes: Record<string, number>;
+  otherCores: number;
+  quietWaitMs: number;
 }
 
-function cannon(opts: MeasureOptions, connections: number, duration: number): Promise<Raw> {
+async function cannon(opts: MeasureOptions, connections: number, duration: number, quietWait: number): Promise<Raw> {
+  const quiet = await waitQuiet(quietWait * 1000);
   const latencies: number[] = [];
+  const load = new OtherLoad();
   return new Promise((resolve, reject) => {
     const instance = autocannon(
       {
@@ -36,7 +43,16 @@ function cannon(opts: MeasureOptions, connections: number, duration: number): Pr
         if (err) return reject(err as Error);
         const statusCodes: Record<string, number> = {};
         for (const [code, stat] of Object.entries(r.statusCodeStats ?? {})) statusCodes[code] = stat.count ?? 0;
-        resolve({ latencies, completed: r.requests.total, seconds: r.duration, errors: r.errors, non2xx: r.non2xx, statusCodes });
+        resolve({
+          latencies,
+          completed: r.requests.total,
+          seconds: r.duration,
+          errors: r.errors,
+          non2xx: r.non2xx,
+          statusCodes,
+          otherCores: load.cores(),
+          quietWaitMs: quiet.waitedMs,
+        });
       },
     );
     // Own samples give a true p95 and let rounds be pooled; autocannon's histogram only exposes p90/p97.5.
@@ -72,43 +88,60 @@ function summarize(opts: MeasureOptions, connections: number, raws: Raw[]): Meas
     errors: raws.reduce((a, r) => a + r.errors, 0),
     non2xx: raws.reduce((a, r) => a + r.non2xx, 0),
     statusCodes,
+    otherCores: seconds > 0 ? raws.reduce((a, r) => a + r.otherCores * r.seconds, 0) / seconds : 0,
+    quietWaitMs: raws.reduce((a, r) => a + r.quietWaitMs, 0),
   };
 }
 
-/** Warm-up run (discarded), then one measured run. */
+const clean = (r: Raw): boolean => r.otherCores < BUSY_CORES;
+const failed = (r: Raw): boolean => r.errors + r.non2xx > 0;
+
+/** Warm-up run (discarded), then one measured run, redone (up to twice) if other processes loaded the machine. */
 export async function measure(opts: MeasureOptions, d: Defaults): Promise<Measurement> {
   const connections = opts.connections ?? d.connections;
-  if (d.warmup > 0) await cannon(opts, connections, d.warmup);
-  return summarize(opts, connections, [await cannon(opts, connections, opts.duration ?? d.duration)]);
+  if (d.warmup > 0) await cannon(opts, connections, d.warmup, 0);
+  let run = await cannon(opts, connections, opts.duration ?? d.duration, d.quietWait);
+  for (let retry = 0; retry < 2 && !clean(run) && !failed(run); retry++) {
+    run = await cannon(opts, connections, opts.duration ?? d.duration, d.quietWait);
+  }
+  return summarize(opts, connections, [run]);
 }
 
 /**
  * Measures `a` and `b` in alternating rounds (A B B A ...) that share the duration, so drift in what
  * the machine gives us (CPU steal, a neighbour's build) lands on both sides rather than on one.
+ * A round during which other processes loaded the machine is redone, up to `rounds` extra times.
  */
 export async function compare(a: MeasureOptions, b: MeasureOptions, d: Defaults): Promise<Comparison> {
   const connections = a.connections ?? d.connections;
   const rounds = Math.max(1, Math.round(d.rounds));
-  const slice = Math.max(1, (a.duration ?? d.duration) / rounds);
+  // Whole seconds: autocannon only stops on its 1 s sampling tick.
+  const slice = Math.max(1, Math.round((a.duration ?? d.duration) / rounds));
   if (d.warmup > 0) {
-    await cannon(a, connections, d.warmup);
-    await cannon(b, connections, d.warmup);
+    await cannon(a, connections, d.warmup, 0);
+    await cannon(b, connections, d.warmup, 0);
   }
   const ra: Raw[] = [];
   const rb: Raw[] = [];
   const roundRatios: number[] = [];
-  for (let i = 0; i < rounds; i++) {
+  let discarded = 0;
+  for (let i = 0; ra.length < rounds; i++) {
     const order = i % 2 === 0 ? ([a, b] as const) : ([b, a] as const);
-    const first = await cannon(order[0], connections, slice);
-    const second = await cannon(order[1], connections, slice);
+    const first = await cannon(order[0], connections, slice, d.quietWait);
+    const second = await cannon(order[1], connections, slice, d.quietWait);
     const [x, y] = i % 2 === 0 ? [first, second] : [second, first];
+    const redo = !(clean(x) && clean(y)) && !failed(x) && !failed(y) && discarded < rounds;
+    if (redo) {
+      discarded++;
+      continue;
+    }
     ra.push(x);
     rb.push(y);
     roundRatios.push(ratio(x.completed / x.seconds, y.completed / y.seconds));
   }
   const ma = summarize(a, connections, ra);
   const mb = summarize(b, connections, rb);
-  return { a: ma, b: mb, ratio: ratio(ma.reqPerSec, mb.reqPerSec), roundRatios };
+  return { a: ma, b: mb, ratio: ratio(ma.reqPerSec, mb.reqPerSec), roundRatios, discardedRounds: discarded };
 }
 
 /** One request outside the load, to show what a failing endpoint answers. */

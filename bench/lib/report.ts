@@ -8,7 +8,7 @@ const RESULTS_DIR = fileURLToPath(new URL('../../../bench/results/', import.meta
 
 export function fmt(value: number, unit: string): string {
   if (!Number.isFinite(value)) return String(value);
-  const digits = unit === 'ratio' ? 2 : unit === 's' ? 2 : unit === 'ms' ? 1 : 0;
+  const digits = unit === 'ratio' || unit === 's' || unit === 'cores' ? 2 : unit === 'ms' ? 1 : 0;
   const n = value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
   return unit === 'ratio' ? n : `${n} ${unit}`;
 }
@@ -21,15 +21,18 @@ export function formatLine(l: ResultLine): string {
 export function formatMeasurement(m: Measurement): string {
   const l = m.latencyMs;
   const bad = m.errors + m.non2xx > 0 ? `  errors=${m.errors} non2xx=${m.non2xx}` : '';
+  const busy = m.otherCores >= 0.1 ? `  [other processes used ${m.otherCores.toFixed(2)} cores meanwhile]` : '';
+  const waited = m.quietWaitMs > 5000 ? `  [waited ${(m.quietWaitMs / 1000).toFixed(0)} s for quiet]` : '';
   return (
     `    ${m.label}: ${fmt(m.reqPerSec, 'req/s')} (${m.total} req, c=${m.connections}, ${m.duration}s)` +
-    ` p50=${fmt(l.p50, 'ms')} p95=${fmt(l.p95, 'ms')} p99=${fmt(l.p99, 'ms')}${bad}`
+    ` p50=${fmt(l.p50, 'ms')} p95=${fmt(l.p95, 'ms')} p99=${fmt(l.p99, 'ms')}${bad}${busy}${waited}`
   );
 }
 
 export function formatComparison(c: Comparison): string {
   const rounds = c.roundRatios.map((r) => r.toFixed(2)).join(', ');
-  return `${formatMeasurement(c.a)}\n${formatMeasurement(c.b)}\n    ratio ${c.ratio.toFixed(2)} (by round: ${rounds})`;
+  const redone = c.discardedRounds ? `; ${c.discardedRounds} round(s) redone, machine busy` : '';
+  return `${formatMeasurement(c.a)}\n${formatMeasurement(c.b)}\n    ratio ${c.ratio.toFixed(2)} (by round: ${rounds}${redone})`;
 }
 
 export function summaryTable(lines: ResultLine[]): string {
@@ -46,6 +49,7 @@ export interface Report {
   lines: ResultLine[];
   measurements: Array<Measurement & { scenario: string }>;
   failures: string[];
+  warnings: string[];
   startedAt: Date;
 }
 
@@ -62,6 +66,7 @@ export function writeJson(report: Report): string {
     results: report.lines,
     measurements: report.measurements,
     failures: report.failures,
+    warnings: report.warnings,
   };
   writeFileSync(file, `${JSON.stringify(body, null, 2)}\n`);
   return file;

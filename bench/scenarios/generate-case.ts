@@ -14,6 +14,7 @@ export const generateCase: Scenario = {
     return [
       ctx.line('req/s ratio service/bare', c.ratio, 'ratio'),
       ctx.line('service req/s', c.a.reqPerSec, 'req/s'),
+      ctx.line('CPU used by other processes meanwhile', (c.a.otherCores + c.b.otherCores) / 2, 'cores'),
       ctx.line('bare req/s', c.b.reqPerSec, 'req/s'),
       ctx.line('service p50 latency', c.a.latencyMs.p50, 'ms'),
       ctx.line('service p95 latency', c.a.latencyMs.p95, 'ms'),

@@ -83,7 +83,7 @@ export const agentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const dashboard = request.principal?.kind === 'session';
       if (dashboard) {
         if (reason === undefined) throw errors.validation('body.reason is required');
-        await requireAdmin(request, 'admin_agents');
+        requireAdmin(request, 'admin_agents');
       } else {
         if ('agent_rank' in changes) throw errors.validation('body.agent_rank cannot be changed by the bot');
         const refused = Object.keys(request.body).find((field) => !BOT_FIELDS.has(field));

@@ -1,6 +1,6 @@
 // The signed-in agent's view of itself, and signing out (spec: Authentication and session).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { adminCapabilities, isAllowlisted, sessionAgent } from '../platform/auth/guards.js';
+import { adminCapabilities, sessionAgent } from '../platform/auth/guards.js';
 import { isSupervisorRank, MINIMUM_CLEARANCES, permissionFlags } from '../platform/auth/permissions.js';
 import { destroySession, SESSION_COOKIE } from '../platform/auth/sessions.js';
 import { COMMON_ERRORS, errorResponses } from '../platform/http/schemas.js';
@@ -17,7 +17,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const agent = sessionAgent(request);
-      const allowlisted = await isAllowlisted(request.environment.db, agent.chat_id);
+      const allowlisted = request.principal?.kind === 'session' && request.principal.allowlisted;
       return {
         success: true as const,
         agent,

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DbError, type Db } from '../../src/platform/db/types.js';
 import { recordEvent } from '../../src/platform/events.js';
-import { createTestDatabase, storeName, type TestDatabase } from '../helpers/stores.js';
+import { createTestDatabase, onPostgres, storeName, type TestDatabase } from '../helpers/stores.js';
 
 let t: TestDatabase;
 let db: Db;
@@ -107,7 +107,9 @@ describe('transactions', () => {
     expect((await db.query(`select id from others where id >= 10 order by id`)).rows).toEqual([{ id: 10 }, { id: 11 }]);
   });
 
-  it('calling the outer handle inside a transaction fails at once instead of hanging', async () => {
+  // PGlite only: there the call would hang the instance for good; PostgreSQL just runs it on
+  // another connection, and the shared code is held to the PGlite rule by this suite's PGlite run.
+  it.runIf(!onPostgres)('calling the outer handle inside a transaction fails at once instead of hanging', async () => {
     const outcome = await Promise.race([
       db
         .transaction(async (tx) => {

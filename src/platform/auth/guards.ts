@@ -2,7 +2,6 @@
 // auth and permission run first (request-context.ts); these add the rules that depend on data.
 import type { FastifyRequest } from 'fastify';
 import type { AgentRow } from '../../agents/queries.js';
-import type { Queryable } from '../db/types.js';
 import { errors } from '../errors.js';
 import { hasPermission, isDirector, isSupervisorRank, MINIMUM_CLEARANCES, type Permission } from './permissions.js';
 
@@ -15,11 +14,6 @@ const DIRECTOR_ONLY: ReadonlySet<AdminCapability> = new Set(['admin_reports', 'a
 export function sessionAgent(request: FastifyRequest): AgentRow {
   if (request.principal?.kind !== 'session') throw errors.sessionRequired();
   return request.principal.agent;
-}
-
-export async function isAllowlisted(db: Queryable, chatId: string): Promise<boolean> {
-  const { rows } = await db.query('select 1 from admin_allowlist where chat_id = $1::text and active', [chatId]);
-  return rows.length > 0;
 }
 
 function capabilityAllowed(agent: AgentRow, capability: AdminCapability): boolean {
@@ -36,9 +30,10 @@ export function adminCapabilities(agent: AgentRow, allowlisted: boolean): Record
  * require_admin (spec Authentication 7): a session, an active allowlist entry, the capability's
  * clearance, and Director rank for the Director-only capabilities.
  */
-export async function requireAdmin(request: FastifyRequest, capability: AdminCapability): Promise<AgentRow> {
+export function requireAdmin(request: FastifyRequest, capability: AdminCapability): AgentRow {
   const agent = sessionAgent(request);
-  if (!(await isAllowlisted(request.environment.db, agent.chat_id))) throw errors.forbidden('Not an admin user', 'NOT_ADMIN');
+  // The allowlist flag was read with the live agent row in this very request.
+  if (request.principal?.kind !== 'session' || !request.principal.allowlisted) throw errors.forbidden('Not an admin user', 'NOT_ADMIN');
   if (DIRECTOR_ONLY.has(capability) && !isDirector(agent.agent_rank)) throw errors.forbidden('Director access required', 'DIRECTOR_REQUIRED');
   if (capability !== 'admin_access' && (agent.clearance_level ?? 0) < MINIMUM_CLEARANCES[capability]) throw errors.insufficientClearance();
   return agent;

@@ -32,18 +32,31 @@ export async function createSession(db: Queryable, environment: EnvironmentName,
   return { token, expiresAt: new Date(rows[0]!.expires_at) };
 }
 
+export interface SessionAgent {
+  agent: AgentRow;
+  /** An active entry on the admin allowlist (require_admin's first condition). */
+  allowlisted: boolean;
+}
+
 /**
- * The live agent behind a session cookie: one indexed join per request, so a demotion, a
- * deactivation or a clearance change applies on the very next request, on every instance.
+ * The live agent behind a session cookie, with its allowlist flag: one indexed query per request,
+ * so a demotion, a deactivation, a clearance or allowlist change applies on the very next
+ * request, on every instance.
  */
-export async function findSessionAgent(db: Queryable, environment: EnvironmentName, token: string): Promise<AgentRow | undefined> {
+export async function findSessionAgent(db: Queryable, environment: EnvironmentName, token: string): Promise<SessionAgent | undefined> {
   if (tokenEnvironment(token) !== environment) return undefined;
-  const { rows } = await db.query<AgentRow>(
-    `select ${agentColumns('a')} from sessions s join agents a on a.chat_id = s.chat_id
+  const { rows } = await db.query<AgentRow & { allowlisted: boolean }>(
+    `select ${agentColumns('a')}, coalesce(l.active, false) as allowlisted
+     from sessions s
+     join agents a on a.chat_id = s.chat_id
+     left join admin_allowlist l on l.chat_id = a.chat_id
      where s.token_hash = $1::text and s.expires_at > now() and a.status = any($2::text[])`,
     [hashToken(token), SIGN_IN_STATUSES],
   );
-  return rows[0];
+  const row = rows[0];
+  if (!row) return undefined;
+  const { allowlisted, ...agent } = row;
+  return { agent, allowlisted };
 }
 
 export async function destroySession(db: Queryable, token: string): Promise<void> {

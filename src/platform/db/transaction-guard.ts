@@ -1,7 +1,7 @@
-// Shared by both adapters. On PGlite a statement sent to the outer handle from inside a
-// transaction waits for that same transaction and hangs the instance for good; on PostgreSQL it
-// would silently run outside the transaction. AsyncLocalStorage tells the two calls apart from a
-// concurrent request's (which may simply wait), so the mistake fails at once, on both stores.
+// Transaction handles for both adapters, and the PGlite guard: there a statement sent to the outer
+// handle from inside a transaction waits for that same transaction and hangs the instance for
+// good. AsyncLocalStorage tells that call apart from a concurrent request's (which may simply
+// wait), so the mistake fails at once instead.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { DbError, type QueryResult, type Row, type Tx } from './types.js';
 

@@ -15,7 +15,7 @@ export const BODY_LIMIT = 1024 * 1024;
 /** What a route accepts: the bot's API key, a browser session, either, or no credential. */
 export type AuthMode = 'key' | 'session' | 'either' | 'none';
 
-export type Principal = { kind: 'key' } | { kind: 'session'; agent: AgentRow; token: string };
+export type Principal = { kind: 'key' } | { kind: 'session'; agent: AgentRow; allowlisted: boolean; token: string };
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -74,15 +74,16 @@ async function authenticate(request: FastifyRequest, allowedOrigins: ReadonlySet
   }
   const token = request.cookies[SESSION_COOKIE];
   if (auth === 'key' || token === undefined) throw errors.unauthorized();
-  const agent = await findSessionAgent(request.environment.db, request.environment.name, token);
-  if (agent === undefined) throw errors.unauthorized('Session expired or not valid here: sign in again');
+  const session = await findSessionAgent(request.environment.db, request.environment.name, token);
+  if (session === undefined) throw errors.unauthorized('Session expired or not valid here: sign in again');
+  const { agent, allowlisted } = session;
   // A cookie rides along on cross-site requests; a state change from a foreign page is refused.
   const origin = request.headers.origin;
   if (!SAFE_METHODS.has(request.method) && origin !== undefined && !allowedOrigins.has(origin)) {
     throw errors.forbidden(`Origin ${origin} may not change data`, 'ORIGIN_NOT_ALLOWED');
   }
   if (permission !== undefined && !hasPermission(agent, permission)) throw errors.insufficientClearance();
-  request.principal = { kind: 'session', agent, token };
+  request.principal = { kind: 'session', agent, allowlisted, token };
 }
 
 export const requestContextPlugin = fp(
