@@ -4,12 +4,13 @@ import cookie from '@fastify/cookie';
 import cors from '@fastify/cors';
 import formbody from '@fastify/formbody';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import { pino, type Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Environments } from './platform/environments.js';
-import { errorHandlerPlugin } from './platform/http/error-handler.js';
+import { errorHandlerPlugin, notFoundHandler } from './platform/http/error-handler.js';
 import { openApiPlugin } from './platform/http/openapi.js';
-import { BODY_LIMIT, requestContextPlugin } from './platform/http/request-context.js';
+import { BODY_LIMIT, refuseOversizedBody, requestContextPlugin } from './platform/http/request-context.js';
 import { validatorCompiler } from './platform/http/validation.js';
 import { utilitiesRoutes } from './utilities/routes.js';
 import { oauthRoutes } from './auth/oauth-routes.js';
@@ -23,14 +24,21 @@ export interface BuildAppOptions {
   environments: Environments;
   /** The app closes the environments when it closes (default true). */
   ownsEnvironments?: boolean;
-  logger?: FastifyBaseLogger;
+  logger?: Logger;
+  /** More routes for the API context (the tests add probes of the error handler this way). */
+  extraRoutes?: (api: FastifyInstance) => void | Promise<void>;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export async function buildApp({ config, environments, ownsEnvironments = true, logger }: BuildAppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, environments, ownsEnvironments = true, logger, extraRoutes }: BuildAppOptions): Promise<FastifyInstance> {
+  const log = logger ?? pino({ level: config.logLevel });
+  // Fastify's per-request logging (a child logger and response listeners on every request) is
+  // the largest cost of a light request: it is switched on only when its lines would be written
+  // (level info or finer). Errors are logged through the root logger with the request id either way.
+  const requestLogging = log.isLevelEnabled('info');
   const app = Fastify({
-    ...(logger ? { loggerInstance: logger } : { logger: { level: config.logLevel } }),
+    ...(requestLogging ? { loggerInstance: log } : { logger: false }),
     bodyLimit: BODY_LIMIT,
     trustProxy: config.trustProxy,
     // Honour a caller's request id when it is a sane token; otherwise mint one.
@@ -47,7 +55,7 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
   // Bodies are JSON (and form where a route opts in); Fastify's default text/plain parser would
   // hand a string to routes that expect an object.
   app.removeContentTypeParser('text/plain');
-  await app.register(errorHandlerPlugin);
+  await app.register(errorHandlerPlugin, { log });
   const allowedOrigins = new Set([...config.dashboardOrigins, ...config.trainingOrigins]);
   await app.register(cors, {
     origin: (origin, callback) => callback(null, origin !== undefined && allowedOrigins.has(origin)),
@@ -57,23 +65,30 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
     exposedHeaders: ['X-Request-Id', 'Retry-After'],
     maxAge: 600,
   });
-  await app.register(cookie);
-  await app.register(requestContextPlugin, { environments, allowedOrigins });
-  await app.register(formbody, { bodyLimit: BODY_LIMIT });
-  await app.register(openApiPlugin, { serviceName: config.serviceName });
-  app.addSchema(Agent);
-
+  // GET / answers for any host without an environment, so it stays outside the API context
+  // and its hooks (host resolution, sessions, cookies): it is the load balancer's health probe.
   app.get(
     '/',
-    { config: { auth: 'none', environment: false }, schema: { hide: true } },
+    { config: { auth: 'none' }, schema: { hide: true }, onRequest: refuseOversizedBody },
     async (_request, reply) => reply.type('text/plain; charset=utf-8').send(`${config.serviceName} API Online`),
   );
-  await app.register(utilitiesRoutes);
-  await app.register(oauthRoutes, { config });
-  await app.register(agentsRoutes);
-  await app.register(sessionRoutes);
 
-  await app.register(demoRoutes);
+  await app.register(async (api) => {
+    api.setNotFoundHandler(notFoundHandler);
+    await api.register(cookie);
+    await api.register(requestContextPlugin, { environments, allowedOrigins });
+    await api.register(formbody, { bodyLimit: BODY_LIMIT });
+    await api.register(openApiPlugin, { serviceName: config.serviceName });
+    api.addSchema(Agent);
+
+    await api.register(utilitiesRoutes);
+    await api.register(oauthRoutes, { config });
+    await api.register(agentsRoutes);
+    await api.register(sessionRoutes);
+    await api.register(demoRoutes);
+    if (extraRoutes) await api.register(async (scope) => extraRoutes(scope as unknown as FastifyInstance));
+  });
+
   if (ownsEnvironments) app.addHook('onClose', () => environments.close());
   return app as unknown as FastifyInstance;
 }

@@ -37,8 +37,8 @@ export interface TestAppOptions {
   env?: Record<string, string>;
   /** Open a database differently for one environment (e.g. an unreachable server). */
   openDb?: Partial<Record<EnvironmentName, OpenDb>>;
-  /** Add routes before the app is ready (e.g. to exercise the error handler). */
-  extend?: (app: FastifyInstance) => void | Promise<void>;
+  /** Routes added to the API context (e.g. to exercise the error handler). */
+  extend?: (api: FastifyInstance) => void | Promise<void>;
 }
 
 export async function createTestApp(options: TestAppOptions = {}): Promise<TestApp> {
@@ -54,8 +54,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
       return databases[env.name]!.db;
     },
   });
-  const app = await buildApp({ config, environments, ownsEnvironments: false, logger: silentLog });
-  await options.extend?.(app);
+  const app = await buildApp({ config, environments, ownsEnvironments: false, logger: silentLog, extraRoutes: options.extend });
   await app.ready();
   return {
     app,

@@ -101,10 +101,14 @@ describe('route declarations', () => {
   it('a route that does not declare what credential it takes stops the app from building', async () => {
     const config = testConfig();
     const environments = await Environments.open(config, { log: silentLog, openDb: async () => t.db.production });
-    const app = await buildApp({ config, environments, ownsEnvironments: false, logger: silentLog });
-    expect(() => app.get('/test/undeclared', async () => ({ success: true }))).toThrow(
-      'Route GET /test/undeclared does not declare config.auth',
-    );
-    await app.close();
+    await expect(
+      buildApp({
+        config,
+        environments,
+        ownsEnvironments: false,
+        logger: silentLog,
+        extraRoutes: (api) => void api.get('/test/undeclared', async () => ({ success: true })),
+      }),
+    ).rejects.toThrow('Route GET /test/undeclared does not declare config.auth');
   });
 });

@@ -93,6 +93,7 @@ describe('request bodies over 1 MiB: 413 on every route', () => {
     ['POST', '/test/items'],
     ['GET', '/generate/case'],
     ['POST', '/no/such/route'],
+    ['GET', '/'],
   ])('%s %s with a 2 MiB body', async (method, url) => {
     const res = await t.app.inject({ method: method as 'GET', url, headers: { ...key, 'content-type': 'application/json' }, payload: big });
     await expectError(res, envelope(413, 'Request body is larger than 1 MiB', 'PAYLOAD_TOO_LARGE'));

@@ -1,7 +1,7 @@
 // One renderer for every error: {success:false, error:<message>, code?}. AppErrors keep their
 // status; database errors go through the SQLSTATE map; Fastify's own 4xx errors are reworded to
 // name the problem; anything else is a 500 that carries its message but never a stack.
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { DbError } from '../db/types.js';
 import { AppError, errors, fromDbError } from '../errors.js';
@@ -28,18 +28,21 @@ function toAppError(err: FastifyError | Error, contentType: string | undefined):
 }
 
 export const errorHandlerPlugin = fp(
-  async (app: FastifyInstance) => {
+  async (app: FastifyInstance, { log }: { log: FastifyBaseLogger }) => {
     app.setErrorHandler((err: FastifyError | Error, request, reply) => {
       const appError = toAppError(err, request.headers['content-type']);
-      if (appError.statusCode >= 500) request.log.error({ err }, appError.message);
-      else request.log.info({ status: appError.statusCode, code: appError.code }, appError.message);
+      const context = { request_id: request.id, method: request.method, url: request.url };
+      if (appError.statusCode >= 500) log.error({ ...context, err }, appError.message);
+      else log.info({ ...context, status: appError.statusCode, code: appError.code }, appError.message);
       const body: { success: false; error: string; code?: string } = { success: false, error: appError.message };
       if (appError.code) body.code = appError.code;
       return reply.code(appError.statusCode).type('application/json; charset=utf-8').send(body);
     });
-    app.setNotFoundHandler((request) => {
-      throw errors.routeNotFound(request.method, request.url.split('?')[0] ?? '/');
-    });
   },
   { name: 'error-handler' },
 );
+
+/** Unknown routes, answered in the API context so that they pass its hooks (host, body size). */
+export function notFoundHandler(request: FastifyRequest): never {
+  throw errors.routeNotFound(request.method, request.url.split('?')[0] ?? '/');
+}

@@ -22,13 +22,11 @@ declare module 'fastify' {
     /** Required on every route: checked when the route is added. */
     auth?: AuthMode;
     permission?: Permission;
-    /** Only GET / sets this false: it answers for any host, without an environment. */
-    environment?: boolean;
     /** Opt in to application/x-www-form-urlencoded bodies (report creation). */
     acceptsForm?: boolean;
   }
   interface FastifyRequest {
-    /** The resolved environment; absent only on routes with config.environment === false. */
+    /** The resolved environment (every route of the API context has one). */
     environment: Environment;
     principal: Principal | null;
   }
@@ -51,8 +49,14 @@ export function actorOf(request: FastifyRequest): Actor {
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
+const announcesOversizedBody = (request: FastifyRequest) => Number(request.headers['content-length'] ?? 0) > BODY_LIMIT;
+
+/** 413 before reading a body that announces more than 1 MiB (chunked bodies: the parser's limit). */
+export function refuseOversizedBody(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
+  done(announcesOversizedBody(request) ? errors.payloadTooLarge() : undefined);
+}
+
 async function resolveEnvironment(environments: Environments, request: FastifyRequest): Promise<void> {
-  if (request.routeOptions.config.environment === false) return;
   const name = environments.resolveHost(request.host);
   if (name === undefined) throw errors.unknownHost();
   const environment = environments.get(name);
@@ -101,7 +105,7 @@ export const requestContextPlugin = fp(
 
     app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
       reply.header('x-request-id', request.id);
-      if (Number(request.headers['content-length'] ?? 0) > BODY_LIMIT) throw errors.payloadTooLarge();
+      if (announcesOversizedBody(request)) throw errors.payloadTooLarge();
       const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
       if (type === FORM && !request.routeOptions.config.acceptsForm) throw errors.unsupportedMediaType(FORM);
       await resolveEnvironment(environments, request);
