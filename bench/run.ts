@@ -6,6 +6,7 @@ import { countAsOurs } from './lib/machine.js';
 import { createBenchDatabases } from './lib/pg.js';
 import { settle, spawnNode, stop, waitReady, type Child } from './lib/proc.js';
 import { formatLine, summaryTable, writeJson, type Report } from './lib/report.js';
+import { startFakeChat } from './lib/fake-chat.js';
 import { freshDataDir, SERVICE_SCRIPT, startService } from './lib/service.js';
 import { scenarios } from './scenarios/index.js';
 import type { RunOptions, Scenario } from './types.js';
@@ -93,7 +94,8 @@ async function main(): Promise<number> {
   if (needs.has('service')) {
     const dbs = options.pg ? await createBenchDatabases(options.pg) : null;
     if (dbs) countAsOurs('postgres');
-    const started = await startService({ dataDir: freshDataDir(), ...(dbs ?? {}) });
+    const chat = await startFakeChat();
+    const started = await startService({ dataDir: freshDataDir(), ...(dbs ?? {}), extraEnv: chat.env });
     service = started.child;
     console.log(`service (${SERVICE_SCRIPT}) ready in ${started.readyMs.toFixed(0)} ms at ${service.url}, store ${report.store}`);
     console.log(`service idle (under 5% CPU) after ${((await settle(service)) / 1000).toFixed(1)} s more`);

@@ -2,7 +2,9 @@
 // GET /auth/me and POST /auth/logout.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashToken, SESSION_COOKIE } from '../src/platform/auth/sessions.js';
-import { createTestApp, DASHBOARD_ORIGIN, PRODUCTION_KEY, TRAINING_ORIGIN, type TestApp } from './helpers/app.js';
+import { openPostgres } from '../src/platform/db/postgres.js';
+import { authNotificationsDelivered, createTestApp, DASHBOARD_ORIGIN, PRODUCTION_KEY, TRAINING_ORIGIN, type TestApp } from './helpers/app.js';
+import { onPostgres } from './helpers/stores.js';
 import { signedIn } from './helpers/identity.js';
 
 let t: TestApp;
@@ -59,24 +61,81 @@ describe('GET /auth/me', () => {
 });
 
 describe('the live agent row', () => {
-  it('applies a demotion, a clearance change and a deactivation on the very next request', async () => {
+  it('applies a demotion, a clearance change and a deactivation made through the API on the very next request', async () => {
+    const director = await signedIn(t, { rank: 'Director', clearance: 5, allowlisted: true });
     const person = await signedIn(t, { rank: 'Head Investigator', clearance: 5 });
-    expect((await me(person.headers)).json().permissions.delete_docket).toBe(true);
+    expect((await me(person.headers)).json().permissions.delete_docket).toBe(true); // now cached
 
-    await t.db.production.query(`update agents set clearance_level = 2, agent_rank = 'Agent' where chat_id = $1::text`, [person.agent.chat_id]);
+    const demote = await t.app.inject({
+      method: 'PATCH',
+      url: `/agents/${person.agent.chat_id}/update`,
+      headers: director.headers,
+      payload: { agent_rank: 'Agent', clearance_level: 2, reason: 'Demoted after review' },
+    });
+    expect(demote.statusCode).toBe(200);
     const demoted = (await me(person.headers)).json();
     expect(demoted.permissions).toMatchObject({ delete_docket: false, manage_dockets: true });
     expect(demoted.can_handle_supervisor).toBe(false);
     expect(demoted.agent).toMatchObject({ clearance_level: 2, agent_rank: 'Agent' });
 
-    await t.db.production.query(`update agents set status = 'suspended' where chat_id = $1::text`, [person.agent.chat_id]);
+    const suspend = await t.app.inject({
+      method: 'PATCH',
+      url: `/agents/${person.agent.chat_id}/update`,
+      headers: director.headers,
+      payload: { status: 'suspended', reason: 'Suspended pending investigation' },
+    });
+    expect(suspend.statusCode).toBe(200);
+    expect((await me(person.headers)).statusCode).toBe(401);
+  });
+
+  it('applies changes written behind its back (another instance, the CLI) once their notification arrives', async () => {
+    const person = await signedIn(t, { rank: 'Head Investigator', clearance: 5 });
+    expect((await me(person.headers)).json().admin.allowlisted).toBe(false); // now cached
+
+    await t.db.production.query('insert into admin_allowlist (chat_id, active) values ($1::text, true)', [person.agent.chat_id]);
+    await authNotificationsDelivered(t);
+    expect((await me(person.headers)).json().admin.allowlisted).toBe(true);
+
+    await t.db.production.query(`update agents set clearance_level = 1 where chat_id = $1::text`, [person.agent.chat_id]);
+    await authNotificationsDelivered(t);
+    expect((await me(person.headers)).json().permissions.manage_dockets).toBe(false);
+
+    await t.db.production.query(`update agents set status = 'inactive' where chat_id = $1::text`, [person.agent.chat_id]);
+    await authNotificationsDelivered(t);
     expect((await me(person.headers)).statusCode).toBe(401);
   });
 
   it('refuses an expired session', async () => {
     const person = await signedIn(t);
+    expect((await me(person.headers)).statusCode).toBe(200);
     await t.db.production.query(`update sessions set expires_at = now() - interval '1 second' where chat_id = $1::text`, [person.agent.chat_id]);
+    await authNotificationsDelivered(t);
     expect((await me(person.headers)).statusCode).toBe(401);
+  });
+
+  it.runIf(onPostgres)('across instances: a demotion made on one instance applies on the other (PostgreSQL only)', async () => {
+    const other = await createTestApp({
+      openDb: {
+        production: async () => openPostgres({ connectionString: t.urls.production! }),
+      },
+    });
+    try {
+      const director = await signedIn(t, { rank: 'Director', clearance: 5, allowlisted: true });
+      const person = await signedIn(t, { rank: 'Supervisor', clearance: 4 });
+      const onOther = () => other.app.inject({ url: '/auth/me', headers: person.headers });
+      expect((await onOther()).json().can_handle_supervisor).toBe(true); // cached on the other instance
+      const res = await t.app.inject({
+        method: 'PATCH',
+        url: `/agents/${person.agent.chat_id}/update`,
+        headers: director.headers,
+        payload: { agent_rank: 'Senior Agent', reason: 'Stepped down' },
+      });
+      expect(res.statusCode).toBe(200);
+      await authNotificationsDelivered(other);
+      expect((await onOther()).json().can_handle_supervisor).toBe(false);
+    } finally {
+      await other.close();
+    }
   });
 });
 

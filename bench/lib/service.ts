@@ -26,6 +26,8 @@ export interface ServiceStart {
   productionUrl?: string;
   demoUrl?: string;
   logLevel?: string;
+  /** More variables, e.g. the fake chat platform's OAuth endpoints. */
+  extraEnv?: Record<string, string>;
 }
 
 /** Spawns the service without waiting; pair with waitReady(child, READY_TEXT). */
@@ -38,6 +40,7 @@ export function spawnService(opts: ServiceStart): Promise<Child> {
     SERVICE_NAME,
     PRODUCTION_DATABASE_URL: opts.productionUrl,
     DEMO_DATABASE_URL: opts.demoUrl,
+    ...opts.extraEnv,
   };
   return spawnNode('service', SERVICE_SCRIPT, env);
 }

@@ -1,7 +1,8 @@
 import type { Scenario } from '../types.js';
+import { authMe } from './auth-me.js';
 import { embeddedStartup } from './embedded-startup.js';
 import { generateCase } from './generate-case.js';
 import { root } from './root.js';
 
 /** Run order; a new scenario is one file in this folder plus one entry here. */
-export const scenarios: Scenario[] = [root, generateCase, embeddedStartup];
+export const scenarios: Scenario[] = [root, generateCase, authMe, embeddedStartup];

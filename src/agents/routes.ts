@@ -97,6 +97,8 @@ export const agentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         await recordAudit(tx, { actor: actorOf(request), action: 'agent.updated', target: before.chat_id, reason, before, after, correlationId: request.id });
         return after;
       });
+      // Other instances hear the change through the database; this one forgets it right away.
+      request.environment.sessions.invalidate(agent.chat_id);
       return { success: true as const, agent };
     },
   );

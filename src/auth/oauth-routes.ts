@@ -146,12 +146,14 @@ export const oauthRoutes: FastifyPluginAsyncTypebox<OAuthRoutesOptions> = async 
 
   /** Session fixation: whatever session this browser carried dies before the new one is issued. */
   async function startSession(request: FastifyRequest, reply: FastifyReply, chatId: string): Promise<void> {
-    const { name, db } = request.environment;
+    const { name, db, sessions } = request.environment;
     const previous = request.cookies[SESSION_COOKIE];
-    const { token } = await db.transaction(async (tx) => {
-      if (previous) await destroySession(tx, previous);
-      return createSession(tx, name, chatId);
+    const { token, replaced } = await db.transaction(async (tx) => {
+      const replaced = previous ? await destroySession(tx, previous) : undefined;
+      return { ...(await createSession(tx, name, chatId)), replaced };
     });
+    // Other instances hear the deletion through the database; this one forgets it right away.
+    if (replaced) sessions.invalidate(replaced);
     reply.setCookie(SESSION_COOKIE, token, { ...cookieBase(request), path: '/', maxAge: SESSION_TTL_SECONDS });
   }
 

@@ -36,7 +36,10 @@ export const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: { tags, summary: 'End this session', response: { 200: LogoutResult, ...errorResponses(...COMMON_ERRORS) } },
     },
     async (request, reply) => {
-      if (request.principal?.kind === 'session') await destroySession(request.environment.db, request.principal.token);
+      if (request.principal?.kind === 'session') {
+        await destroySession(request.environment.db, request.principal.token);
+        request.environment.sessions.invalidate(request.principal.agent.chat_id);
+      }
       reply.clearCookie(SESSION_COOKIE, { path: '/' });
       return { success: true as const };
     },

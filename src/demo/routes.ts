@@ -26,6 +26,7 @@ export const demoRoutes: FastifyPluginAsyncTypebox = async (app) => {
         throw errors.forbidden('Demo reset is only available in the demo environment', 'DEMO_ONLY');
       }
       await request.environment.db.transaction(resetDemo);
+      request.environment.sessions.clear();
       request.log.info({ actor: request.principal?.kind === 'session' ? request.principal.agent.chat_id : null }, 'demo reset');
       return { success: true as const };
     },

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { ENVIRONMENTS, type Config, type EnvironmentConfig, type EnvironmentName } from '../config.js';
 import { seedDemoIfEmpty } from '../demo/seed.js';
+import { AUTH_CHANNEL, SessionCache } from './auth/session-cache.js';
 import { migrate } from './db/migrate.js';
 import { openPglite } from './db/pglite.js';
 import { openPostgres } from './db/postgres.js';
@@ -14,6 +15,8 @@ export interface Environment {
   readonly name: EnvironmentName;
   readonly config: EnvironmentConfig;
   readonly db: Db;
+  /** Resolved sessions, cleared through database notifications (see session-cache.ts). */
+  readonly sessions: SessionCache;
 }
 
 export type OpenDb = (env: EnvironmentConfig) => Promise<Db>;
@@ -100,11 +103,17 @@ export class Environments {
 
   private async tryOpen(name: EnvironmentName): Promise<void> {
     const envConfig = this.config.environments[name];
+    const sessions = new SessionCache();
     let db: Db | undefined;
     try {
       db = await this.options.openDb(envConfig);
       await migrate(db);
       if (name === 'demo' && (await seedDemoIfEmpty(db))) this.options.log.info('demo environment seeded (first start)');
+      await db.listen(AUTH_CHANNEL, {
+        onNotify: (chatId) => sessions.invalidate(chatId),
+        onReady: () => sessions.setLive(true),
+        onLost: () => sessions.setLive(false),
+      });
     } catch (err) {
       await db?.close().catch(() => undefined);
       if (!isUnreachable(err)) throw err;
@@ -113,7 +122,7 @@ export class Environments {
       return;
     }
     if (this.closed) return void (await db.close());
-    this.ready.set(name, { name, config: envConfig, db });
+    this.ready.set(name, { name, config: envConfig, db, sessions });
     this.options.log.info({ environment: name, store: db.kind }, 'environment ready');
   }
 

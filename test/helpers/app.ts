@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { buildApp } from '../../src/app.js';
 import { parseConfig, type Config, type EnvironmentName } from '../../src/config.js';
+import { AUTH_CHANNEL } from '../../src/platform/auth/session-cache.js';
 import type { Db } from '../../src/platform/db/types.js';
 import { Environments, type OpenDb } from '../../src/platform/environments.js';
 import { createTestDatabase, type TestDatabase } from './stores.js';
@@ -29,7 +30,10 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
 export interface TestApp {
   app: FastifyInstance;
   config: Config;
+  environments: Environments;
   db: Record<EnvironmentName, Db>;
+  /** Connection URLs of the databases (PostgreSQL only). */
+  urls: Partial<Record<EnvironmentName, string>>;
   close(): Promise<void>;
 }
 
@@ -59,11 +63,36 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   return {
     app,
     config,
+    environments,
     db: { production: databases.production?.db, demo: databases.demo?.db } as Record<EnvironmentName, Db>,
+    urls: { production: databases.production?.url, demo: databases.demo?.url },
     async close() {
       await app.close();
       await environments.close().catch(() => undefined);
       await Promise.all(Object.values(databases).map((d) => d.drop()));
     },
   };
+}
+
+let sentinels = 0;
+/**
+ * Resolves once the app has heard every auth notification committed before this call: a sentinel
+ * notified after them arrives after them (PostgreSQL delivers in commit order). Used after writes
+ * made behind the app's back, as another instance or process would make them.
+ */
+export async function authNotificationsDelivered(t: TestApp, env: EnvironmentName = 'production'): Promise<void> {
+  const sessions = t.environments.get(env)!.sessions;
+  const sentinel = `sentinel-${process.pid}-${++sentinels}`;
+  const heard = new Promise<void>((resolve) => {
+    const original = sessions.invalidate.bind(sessions);
+    sessions.invalidate = (chatId: string) => {
+      original(chatId);
+      if (chatId === sentinel) {
+        sessions.invalidate = original;
+        resolve();
+      }
+    };
+  });
+  await t.environments.get(env)!.db.query('select pg_notify($1::text, $2::text)', [AUTH_CHANNEL, sentinel]);
+  await heard;
 }

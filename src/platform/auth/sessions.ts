@@ -36,6 +36,7 @@ export interface SessionAgent {
   agent: AgentRow;
   /** An active entry on the admin allowlist (require_admin's first condition). */
   allowlisted: boolean;
+  expiresAt: string;
 }
 
 /**
@@ -45,8 +46,8 @@ export interface SessionAgent {
  */
 export async function findSessionAgent(db: Queryable, environment: EnvironmentName, token: string): Promise<SessionAgent | undefined> {
   if (tokenEnvironment(token) !== environment) return undefined;
-  const { rows } = await db.query<AgentRow & { allowlisted: boolean }>(
-    `select ${agentColumns('a')}, coalesce(l.active, false) as allowlisted
+  const { rows } = await db.query<AgentRow & { allowlisted: boolean; session_expires_at: string }>(
+    `select ${agentColumns('a')}, coalesce(l.active, false) as allowlisted, s.expires_at as session_expires_at
      from sessions s
      join agents a on a.chat_id = s.chat_id
      left join admin_allowlist l on l.chat_id = a.chat_id
@@ -55,10 +56,12 @@ export async function findSessionAgent(db: Queryable, environment: EnvironmentNa
   );
   const row = rows[0];
   if (!row) return undefined;
-  const { allowlisted, ...agent } = row;
-  return { agent, allowlisted };
+  const { allowlisted, session_expires_at: expiresAt, ...agent } = row;
+  return { agent, allowlisted, expiresAt };
 }
 
-export async function destroySession(db: Queryable, token: string): Promise<void> {
-  await db.query('delete from sessions where token_hash = $1::text', [hashToken(token)]);
+/** Deletes a session; returns its agent's chat id (to clear caches) when there was one. */
+export async function destroySession(db: Queryable, token: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ chat_id: string }>('delete from sessions where token_hash = $1::text returning chat_id', [hashToken(token)]);
+  return rows[0]?.chat_id;
 }

@@ -76,6 +76,12 @@ export async function openPglite(options: PgliteOptions = {}): Promise<Db & { du
         }
       });
     },
+    async listen(channel, listener) {
+      // One process, one session: notifications arrive before the committing call returns.
+      const unlisten = await pg.listen(channel, (payload) => listener.onNotify(payload));
+      listener.onReady?.();
+      return () => unlisten();
+    },
     async close() {
       try {
         if (!pg.closed) await pg.close();

@@ -4,6 +4,7 @@
 // the same code runs on PGlite in the test suite, where the guard catches the mistake.
 import pg from 'pg';
 import { TYPE_PARSERS } from './parsers.js';
+import { createListenerConnection } from './listener.js';
 import { createTx } from './transaction-guard.js';
 import { DbError, type Db, type QueryResult, type Row } from './types.js';
 
@@ -47,6 +48,7 @@ export function openPostgres(options: PostgresOptions): Db {
     }
   };
 
+  const listener = createListenerConnection(options);
   let closing: Promise<void> | undefined;
   const db: Db = {
     kind: 'postgres',
@@ -77,7 +79,8 @@ export function openPostgres(options: PostgresOptions): Db {
         client.release(broken);
       }
     },
-    close: () => (closing ??= pool.end()),
+    listen: (channel, subscriber) => listener.listen(channel, subscriber),
+    close: () => (closing ??= Promise.all([listener.close(), pool.end()]).then(() => undefined)),
   };
   return db;
 }

@@ -27,6 +27,15 @@ export interface Tx extends Queryable {
 
 export type StoreKind = 'pglite' | 'postgres';
 
+/** What a LISTEN subscriber hears: payloads, and whether it may currently rely on hearing them. */
+export interface Listener {
+  onNotify(payload: string): void;
+  /** The listening connection is up (again): from now on every notification arrives. */
+  onReady?(): void;
+  /** The listening connection was lost: notifications may have been missed until onReady. */
+  onLost?(): void;
+}
+
 export interface Db extends Queryable {
   readonly kind: StoreKind;
   /**
@@ -34,6 +43,8 @@ export interface Db extends Queryable {
    * every statement must go through `tx`; calling this Db directly there fails loudly.
    */
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  /** LISTEN on a channel (PostgreSQL: a dedicated connection, re-established when lost). */
+  listen(channel: string, listener: Listener): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 

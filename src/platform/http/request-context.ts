@@ -5,7 +5,7 @@ import fp from 'fastify-plugin';
 import type { AgentRow } from '../../agents/queries.js';
 import { apiKeyMatches } from '../auth/api-key.js';
 import { hasPermission, type Permission } from '../auth/permissions.js';
-import { findSessionAgent, SESSION_COOKIE } from '../auth/sessions.js';
+import { findSessionAgent, hashToken, SESSION_COOKIE, type SessionAgent } from '../auth/sessions.js';
 import type { Environment, Environments } from '../environments.js';
 import { errors } from '../errors.js';
 import type { Actor } from '../events.js';
@@ -64,6 +64,16 @@ async function resolveEnvironment(environments: Environments, request: FastifyRe
   request.environment = environment;
 }
 
+async function resolveSession(environment: Environment, token: string): Promise<SessionAgent | undefined> {
+  const tokenHash = hashToken(token);
+  const cached = environment.sessions.get(tokenHash);
+  if (cached) return cached;
+  const mark = environment.sessions.mark();
+  const session = await findSessionAgent(environment.db, environment.name, token);
+  if (session) environment.sessions.store(tokenHash, session, mark);
+  return session;
+}
+
 async function authenticate(request: FastifyRequest, allowedOrigins: ReadonlySet<string>): Promise<void> {
   const { auth, permission } = request.routeOptions.config;
   if (auth === undefined || auth === 'none') return;
@@ -78,7 +88,7 @@ async function authenticate(request: FastifyRequest, allowedOrigins: ReadonlySet
   }
   const token = request.cookies[SESSION_COOKIE];
   if (auth === 'key' || token === undefined) throw errors.unauthorized();
-  const session = await findSessionAgent(request.environment.db, request.environment.name, token);
+  const session = await resolveSession(request.environment, token);
   if (session === undefined) throw errors.unauthorized('Session expired or not valid here: sign in again');
   const { agent, allowlisted } = session;
   // A cookie rides along on cross-site requests; a state change from a foreign page is refused.

@@ -1,0 +1,38 @@
+// Signs a new agent in through the service's public API: the bot creates and activates the agent,
+// then the browser side walks /auth/chat/login and /auth/chat/callback against the fake platform.
+import { API_KEY } from './service.js';
+
+export interface SignInOptions {
+  chatId: string;
+  clearance: number;
+  rank?: string;
+}
+
+async function call(url: string, init: RequestInit): Promise<Response> {
+  const res = await fetch(url, { redirect: 'manual', ...init });
+  if (res.status >= 400) throw new Error(`${init.method ?? 'GET'} ${url}: ${res.status} ${await res.text()}`);
+  return res;
+}
+
+const cookieOf = (res: Response, name: string) =>
+  res.headers.getSetCookie().find((c) => c.startsWith(`${name}=`))?.split(';')[0];
+
+/** Returns the `cms_session=…` cookie of a fresh session. */
+export async function signIn(serviceUrl: string, options: SignInOptions): Promise<string> {
+  const json = { authorization: API_KEY, 'content-type': 'application/json' };
+  await call(`${serviceUrl}/agents/create`, { method: 'POST', headers: json, body: JSON.stringify({ chat_id: options.chatId, name: 'Bench Agent' }) });
+  await call(`${serviceUrl}/agents/${options.chatId}/update`, {
+    method: 'PATCH',
+    headers: json,
+    body: JSON.stringify({ status: 'active', clearance_level: options.clearance }),
+  });
+  const login = await call(`${serviceUrl}/auth/chat/login`, {});
+  const state = new URL(login.headers.get('location')!).searchParams.get('state')!;
+  const stateCookie = cookieOf(login, 'cms_oauth_state')!;
+  const callback = await call(`${serviceUrl}/auth/chat/callback?code=${options.chatId}&state=${encodeURIComponent(state)}`, {
+    headers: { cookie: stateCookie },
+  });
+  const session = cookieOf(callback, 'cms_session');
+  if (!session) throw new Error(`sign-in failed: ${callback.status} ${callback.headers.get('location')}`);
+  return session;
+}

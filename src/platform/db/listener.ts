@@ -1,0 +1,86 @@
+// LISTEN on PostgreSQL needs a connection of its own that stays open (a pooled one would be
+// handed back). One per Db, opened on the first listen(), carrying every channel; when it drops,
+// subscribers hear onLost, and it reconnects with backoff, LISTENs again and reports onReady.
+import pg from 'pg';
+import type { Listener } from './types.js';
+import type { PostgresOptions } from './postgres.js';
+
+const CHANNEL = /^[a-z_][a-z0-9_]{0,62}$/;
+const BACKOFF_MS = [250, 1000, 2000, 5000];
+
+export function createListenerConnection(options: PostgresOptions) {
+  const channels = new Map<string, Set<Listener>>();
+  let client: pg.Client | undefined;
+  let connecting: Promise<void> | undefined;
+  let closed = false;
+  let failures = 0;
+  let retry: NodeJS.Timeout | undefined;
+
+  const everyone = () => [...channels.values()].flatMap((set) => [...set]);
+
+  async function connect(): Promise<void> {
+    const next = new pg.Client({ connectionString: options.connectionString, application_name: `${options.applicationName ?? 'case-management-service'}:listen` });
+    next.on('notification', (message) => channels.get(message.channel)?.forEach((l) => l.onNotify(message.payload ?? '')));
+    next.on('error', (err) => options.onIdleError?.(err));
+    next.on('end', () => {
+      if (client !== next) return;
+      client = undefined;
+      everyone().forEach((l) => l.onLost?.());
+      scheduleReconnect();
+    });
+    await next.connect();
+    for (const channel of channels.keys()) await next.query(`listen ${channel}`);
+    if (closed) return void (await next.end());
+    client = next;
+    failures = 0;
+    everyone().forEach((l) => l.onReady?.());
+  }
+
+  function scheduleReconnect(): void {
+    if (closed || retry) return;
+    retry = setTimeout(() => {
+      retry = undefined;
+      connect().catch((err: Error) => {
+        failures++;
+        options.onIdleError?.(err);
+        scheduleReconnect();
+      });
+    }, BACKOFF_MS[Math.min(failures, BACKOFF_MS.length - 1)]);
+    retry.unref();
+  }
+
+  return {
+    async listen(channel: string, listener: Listener): Promise<() => Promise<void>> {
+      if (!CHANNEL.test(channel)) throw new Error(`Not a channel name: ${channel}`);
+      const isNew = !channels.has(channel);
+      channels.set(channel, (channels.get(channel) ?? new Set()).add(listener));
+      try {
+        if (!client) {
+          connecting ??= connect().finally(() => (connecting = undefined));
+          await connecting; // its LISTENs include this channel, and it calls onReady
+        } else {
+          if (isNew) await client.query(`listen ${channel}`);
+          listener.onReady?.();
+        }
+      } catch (err) {
+        // Not listening yet: the subscriber hears onReady once a reconnect succeeds.
+        options.onIdleError?.(err as Error);
+        scheduleReconnect();
+      }
+      return async () => {
+        channels.get(channel)?.delete(listener);
+        if (channels.get(channel)?.size === 0) {
+          channels.delete(channel);
+          await client?.query(`unlisten ${channel}`).catch(() => undefined);
+        }
+      };
+    },
+    async close(): Promise<void> {
+      closed = true;
+      clearTimeout(retry);
+      const current = client;
+      client = undefined;
+      await current?.end().catch(() => undefined);
+    },
+  };
+}
