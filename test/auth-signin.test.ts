@@ -330,7 +330,10 @@ describe('demo environment', () => {
       await addAgent(t.db.demo, id, i === 3 ? 'onboarding' : 'active');
     }
     fake.signInAs(user(ALLOWED[1]!));
-    const { callback } = await signIn({ host: 'demo.localhost' });
+    const { login, back, callback } = await signIn({ host: 'demo.localhost' });
+    // The demo's sign-in comes back to the demo host (the configured callback is production's).
+    expect(new URL(login.headers.location!).searchParams.get('redirect_uri')).toBe('http://demo.localhost/auth/chat/callback');
+    expect(back.origin).toBe('http://demo.localhost');
     expect(callback.headers.location).toBe(`${DASHBOARD_ORIGIN}/`);
     const token = callback.cookies.find((c) => c.name === SESSION_COOKIE)!.value;
     expect(token).toMatch(/^demo\./);

@@ -68,7 +68,7 @@ export const oauthRoutes: FastifyPluginAsyncTypebox<OAuthRoutesOptions> = async 
       await insertOAuthState(db, hashToken(state), { returnTo, popup: request.query.popup === '1' });
       reply.setCookie(STATE_COOKIE, state, { ...cookieBase(request), path: STATE_COOKIE_PATH, maxAge: OAUTH_STATE_TTL_SECONDS });
       const authorize = new URL(oauth.authorizeUrl);
-      const params = { response_type: 'code', client_id: oauth.clientId, scope: 'identify', redirect_uri: oauth.redirectUri, state, prompt: 'none' };
+      const params = { response_type: 'code', client_id: oauth.clientId, scope: 'identify', redirect_uri: redirectUriFor(request), state, prompt: 'none' };
       for (const [key, value] of Object.entries(params)) authorize.searchParams.set(key, value);
       return reply.header('cache-control', 'no-store').redirect(authorize.toString(), 302);
     },
@@ -104,7 +104,7 @@ export const oauthRoutes: FastifyPluginAsyncTypebox<OAuthRoutesOptions> = async 
         if (query.error !== undefined) throw new SignInFailed('chat_authorization_denied', `chat platform answered ${query.error}`);
         if (checked.attempt === undefined) throw new SignInFailed('oauth_state_mismatch', checked.reason);
         if (!query.code) throw new SignInFailed('chat_token_exchange_failed', 'no code in the callback');
-        const accessToken = await exchangeCode(oauth, query.code);
+        const accessToken = await exchangeCode({ ...oauth, redirectUri: redirectUriFor(request) }, query.code);
         const chatId = await fetchChatUserId(oauth, accessToken);
         const agent = await signInAgent(request.environment, chatId);
         await startSession(request, reply, agent.chat_id);
@@ -117,6 +117,19 @@ export const oauthRoutes: FastifyPluginAsyncTypebox<OAuthRoutesOptions> = async 
       }
     },
   );
+
+  /**
+   * Each environment's sign-in comes back to its own host, where its state and session live:
+   * CHAT_OAUTH_REDIRECT_URI when its host belongs to this environment, else the same callback on
+   * the host this sign-in runs on (register both URLs with the chat platform).
+   */
+  function redirectUriFor(request: FastifyRequest): string {
+    const configured = new URL(config.chatOAuth!.redirectUri);
+    if (config.environments[request.environment.name].hosts.includes(configured.hostname.toLowerCase())) return configured.toString();
+    configured.protocol = `${request.protocol}:`;
+    configured.host = request.host;
+    return configured.toString();
+  }
 
   /** The attempt behind a state that matches this browser's cookie and environment, consumed. */
   async function checkState(request: FastifyRequest, state: string | undefined): Promise<{ attempt?: OAuthAttempt; reason: string }> {

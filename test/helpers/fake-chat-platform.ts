@@ -36,6 +36,8 @@ export interface RecordedRequest {
 export const CLIENT_ID = '1180000000000000000';
 export const CLIENT_SECRET = 'fake-client-secret-8d1f';
 export const REDIRECT_URI = 'http://localhost/auth/chat/callback';
+/** The callback URLs registered with the fake application: the configured one and the demo host's. */
+export const REGISTERED_REDIRECT_URIS = new Set([REDIRECT_URI, 'http://demo.localhost/auth/chat/callback']);
 
 export interface FakeChatPlatform {
   url: string;
@@ -59,7 +61,7 @@ export const USER_PATH = '/api/users/@me';
 
 export async function startFakeChatPlatform(): Promise<FakeChatPlatform> {
   const requests: RecordedRequest[] = [];
-  const codes = new Map<string, ChatUser>();
+  const codes = new Map<string, { user: ChatUser; redirectUri: string }>();
   const tokens = new Map<string, ChatUser>();
   let tokenScript: ScriptedReply[] = [];
   let userScript: ScriptedReply[] = [];
@@ -101,9 +103,11 @@ export async function startFakeChatPlatform(): Promise<FakeChatPlatform> {
     }
     if (form.client_id !== CLIENT_ID || form.client_secret !== CLIENT_SECRET) return json(res, 401, { error: 'invalid_client' });
     if (form.grant_type !== 'authorization_code') return json(res, 400, { error: 'unsupported_grant_type' });
-    const user = codes.get(form.code ?? '');
-    if (user === undefined) return json(res, 400, { error: 'invalid_grant', error_description: 'Invalid "code" in request.' });
-    if (form.redirect_uri !== REDIRECT_URI) {
+    const issued = codes.get(form.code ?? '');
+    if (issued === undefined) return json(res, 400, { error: 'invalid_grant', error_description: 'Invalid "code" in request.' });
+    const user = issued.user;
+    // As on the real platform: a registered URL, and the very one the code was issued for.
+    if (!REGISTERED_REDIRECT_URIS.has(form.redirect_uri ?? '') || form.redirect_uri !== issued.redirectUri) {
       return json(res, 400, { error: 'invalid_grant', error_description: 'Invalid "redirect_uri" in request.' });
     }
     codes.delete(form.code!); // codes are single use, as on the real platform
@@ -135,7 +139,7 @@ export async function startFakeChatPlatform(): Promise<FakeChatPlatform> {
           back.searchParams.set('error_description', 'The resource owner or authorization server denied the request');
         } else {
           const code = randomBytes(15).toString('base64url');
-          codes.set(code, approver);
+          codes.set(code, { user: approver, redirectUri: url.searchParams.get('redirect_uri') ?? '' });
           back.searchParams.set('code', code);
         }
         return res.writeHead(302, { location: back.toString() }).end();

@@ -22,6 +22,11 @@ beforeAll(async () => {
           return { success: true };
         },
       );
+      app.post(
+        '/test/form',
+        { config: { auth: 'key', acceptsForm: true }, schema: { body: Type.Object({ a: Type.String() }, { additionalProperties: false }) } },
+        async (request) => ({ success: true, received: request.body }),
+      );
       app.get('/test/broken-sql', { config: { auth: 'key' } }, async (request) => {
         await request.environment.db.query('select * from no_such_table');
         return { success: true };
@@ -71,6 +76,17 @@ describe('Fastify errors in the envelope', () => {
       payload: 'date=Sat',
     });
     await expectError(res, envelope(415, 'Unsupported Media Type: application/x-www-form-urlencoded', 'UNSUPPORTED_MEDIA_TYPE'));
+  });
+
+  it('form bodies are parsed on a route that opts in', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/test/form',
+      headers: { ...key, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: 'a=hello%20world',
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ success: true, received: { a: 'hello world' } });
   });
 
   it.each([
