@@ -117,6 +117,15 @@ const steps: readonly SeedStep[] = [seedAgents, seedAllowlist];
  * agents survive a reset, the others go with their agent (on delete cascade).
  */
 export const RESET_TABLES: readonly { table: string; where?: string }[] = [
+  { table: 'report_actions' },
+  { table: 'contact_messages' },
+  { table: 'contact_threads' },
+  { table: 'report_notes' },
+  { table: 'report_evidence' },
+  { table: 'report_timeline' },
+  { table: 'deleted_reports' },
+  { table: 'chat_profiles' },
+  { table: 'reports' },
   { table: 'audit_log' },
   { table: 'events' },
   { table: 'oauth_states' },
