@@ -100,6 +100,32 @@ describe(`the demo seed on ${storeName}`, () => {
   });
 });
 
+describe(`the demo reports on ${storeName}`, () => {
+  it('cover every display status, with notes, evidence, timelines, profiles, and an open and a closed contact thread', async () => {
+    await demo.transaction(seedDemo);
+    const statuses = (await demo.query<{ status: string }>('select distinct status from reports order by status')).rows.map((r) => r.status);
+    expect(statuses).toEqual(['Appealed', 'Invalidated', 'Open', 'Pending', 'Under Investigation', 'Validated']);
+    expect(await count(demo, 'report_notes')).toBeGreaterThan(0);
+    expect(await count(demo, 'report_evidence')).toBeGreaterThan(0);
+    expect((await demo.query(`select 1 from reports where is_supervisor`)).rowCount).toBeGreaterThan(0);
+    const created = await demo.query(`select report_id from report_timeline where event = 'Report created'`);
+    expect(created.rowCount).toBe(await count(demo, 'reports'));
+    const threads = (await demo.query<{ closed: boolean; n: number }>(
+      `select t.closed, count(m.id)::int as n from contact_threads t join contact_messages m using (report_id) group by t.report_id, t.closed order by t.closed`,
+    )).rows;
+    expect(threads.map((r) => r.closed)).toEqual([false, true]);
+    expect(threads.every((r) => r.n > 0)).toBe(true);
+    const urls = (await demo.query<{ url: string }>('select url from report_evidence')).rows;
+    expect(urls.every((r) => /^https:\/\//.test(r.url))).toBe(true);
+    // Reports assigned to the personas give a signed-in visitor cases to act on.
+    expect((await demo.query(`select 1 from reports where assigned_agent = $1::text and status = 'Under Investigation'`, [AGENT])).rowCount).toBe(1);
+    // Seeding again restores them rather than failing on duplicates.
+    await demo.query(`update reports set status = 'Open' where status = 'Validated'`);
+    await demo.transaction(seedDemo);
+    expect((await demo.query(`select 1 from reports where status = 'Validated'`)).rowCount).toBe(1);
+  });
+});
+
 describe('POST /demo/reset', () => {
   let token: string;
   let seededAgents: unknown[];
