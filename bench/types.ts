@@ -3,6 +3,8 @@ export interface MeasureOptions {
   method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   headers?: Record<string, string>;
   body?: string;
+  /** autocannon replaces `[<id>]` in the body with a fresh id per request (unique keys). */
+  idReplacement?: boolean;
   /** Defaults to the run's --connections. */
   connections?: number;
   /** Seconds; defaults to the run's --duration. */

@@ -16,8 +16,14 @@ import { utilitiesRoutes } from './utilities/routes.js';
 import { oauthRoutes } from './auth/oauth-routes.js';
 import { demoRoutes } from './demo/routes.js';
 import { agentsRoutes } from './agents/routes.js';
+import { reportsRoutes } from './reports/routes.js';
+import { reportActionRoutes } from './reports/actions.js';
+import { reportWorkingDataRoutes } from './reports/working-data.js';
 import { Agent } from './agents/schemas.js';
 import { sessionRoutes } from './auth/session-routes.js';
+import { contactRoutes } from './contact/routes.js';
+import { evidenceRoutes } from './evidence/routes.js';
+import { auditRoutes } from './audit/routes.js';
 
 export interface BuildAppOptions {
   config: Config;
@@ -84,8 +90,14 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
     await api.register(utilitiesRoutes);
     await api.register(oauthRoutes, { config });
     await api.register(agentsRoutes);
+    await api.register(reportsRoutes);
+    await api.register(reportActionRoutes);
+    await api.register(reportWorkingDataRoutes);
     await api.register(sessionRoutes);
     await api.register(demoRoutes);
+    await api.register(contactRoutes);
+    await api.register(evidenceRoutes);
+    await api.register(auditRoutes);
     if (extraRoutes) await api.register(async (scope) => extraRoutes(scope as unknown as FastifyInstance));
   });
 

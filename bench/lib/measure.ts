@@ -34,6 +34,7 @@ async function cannon(opts: MeasureOptions, connections: number, duration: numbe
         method: opts.method ?? 'GET',
         headers: opts.headers ?? {},
         ...(opts.body === undefined ? {} : { body: opts.body }),
+        ...(opts.idReplacement ? { idReplacement: true } : {}),
         connections,
         duration,
         pipelining: 1,

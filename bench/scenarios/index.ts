@@ -1,8 +1,10 @@
 import type { Scenario } from '../types.js';
 import { authMe } from './auth-me.js';
+import { reportCreate } from './report-create.js';
+import { reportsAtScale } from './reports-at-scale.js';
 import { embeddedStartup } from './embedded-startup.js';
 import { generateCase } from './generate-case.js';
 import { root } from './root.js';
 
 /** Run order; a new scenario is one file in this folder plus one entry here. */
-export const scenarios: Scenario[] = [root, generateCase, authMe, embeddedStartup];
+export const scenarios: Scenario[] = [root, generateCase, authMe, embeddedStartup, reportCreate, reportsAtScale];

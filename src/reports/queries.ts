@@ -83,26 +83,26 @@ export interface FullReport extends ReportRow {
 export async function loadFullReport(db: Queryable, reportId: string): Promise<FullReport | undefined> {
   const report = await findReport(db, reportId);
   if (!report) return undefined;
-  const [assigned, notes, evidence, timeline, profiles] = await Promise.all([
-    report.assigned_agent
-      ? db.query<{ name: string | null }>('select name from agents where chat_id = $1::text', [report.assigned_agent])
-      : Promise.resolve({ rows: [] as { name: string | null }[] }),
-    db.query<FullReport['notes_list'][number]>(
-      `select id, note, author_chat_id, author_name, created_at from report_notes where report_id = $1::text order by created_at, id`,
-      [reportId],
-    ),
-    db.query<FullReport['evidence_list'][number]>(
-      `select e.id, e.description, e.url, e.submitted_by, e.submitted_by as submitted_by_id, a.name as submitted_by_name, e.created_at
-       from report_evidence e left join agents a on a.chat_id = e.submitted_by
-       where e.report_id = $1::text order by e.created_at, e.id`,
-      [reportId],
-    ),
-    db.query<TimelineRow>(`select * from report_timeline where report_id = $1::text order by created_at, id`, [reportId]),
-    db.query<Record<string, unknown>>(
-      `select chat_id, username, global_name, avatar, profile, updated_at from chat_profiles where chat_id = any($1::text[]) order by chat_id`,
-      [[report.reporter, report.reported]],
-    ),
-  ]);
+  // One after another, not Promise.all: on PostgreSQL a transaction is one connection, which runs
+  // a single statement at a time (pg deprecates queueing them).
+  const assigned = report.assigned_agent
+    ? await db.query<{ name: string | null }>('select name from agents where chat_id = $1::text', [report.assigned_agent])
+    : { rows: [] as { name: string | null }[] };
+  const notes = await db.query<FullReport['notes_list'][number]>(
+    `select id, note, author_chat_id, author_name, created_at from report_notes where report_id = $1::text order by created_at, id`,
+    [reportId],
+  );
+  const evidence = await db.query<FullReport['evidence_list'][number]>(
+    `select e.id, e.description, e.url, e.submitted_by, e.submitted_by as submitted_by_id, a.name as submitted_by_name, e.created_at
+     from report_evidence e left join agents a on a.chat_id = e.submitted_by
+     where e.report_id = $1::text order by e.created_at, e.id`,
+    [reportId],
+  );
+  const timeline = await db.query<TimelineRow>(`select * from report_timeline where report_id = $1::text order by created_at, id`, [reportId]);
+  const profiles = await db.query<Record<string, unknown>>(
+    `select chat_id, username, global_name, avatar, profile, updated_at from chat_profiles where chat_id = any($1::text[]) order by chat_id`,
+    [[report.reporter, report.reported]],
+  );
   return {
     ...report,
     assigned_agent_name: assigned.rows[0]?.name ?? null,
@@ -111,4 +111,115 @@ export async function loadFullReport(db: Queryable, reportId: string): Promise<F
     timeline: timeline.rows,
     chat_profiles: profiles.rows,
   };
+}
+
+// --- Report CRUD (POST /reports/create, PATCH update, DELETE, chat-profiles) ---
+
+export interface NewReport {
+  report_id: string;
+  reporter: string;
+  reported: string;
+  reason: string;
+  notes: string;
+  evidence: string;
+  reporter_name?: string | undefined;
+  reported_name?: string | undefined;
+  status?: ReportStatus | undefined;
+  assigned_agent?: string | undefined;
+  is_supervisor?: boolean | undefined;
+  thread_id?: string | undefined;
+  evidence_url?: string | undefined;
+}
+
+/** The new row, or undefined when the id is taken (nothing written then). A report created under
+ * investigation has its investigation in progress from now, as the investigate action would set it. */
+export async function insertReport(tx: Tx, report: NewReport): Promise<ReportRow | undefined> {
+  const { rows } = await tx.query<ReportRow>(
+    `insert into reports (report_id, reporter, reported, reason, notes, evidence, reporter_name, reported_name, status,
+                          assigned_agent, is_supervisor, thread_id, evidence_url, investigation_started_at)
+     values ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, coalesce($9::text, 'Open'),
+             $10::text, coalesce($11::boolean, false), $12::text, $13::text,
+             case when $9::text = 'Under Investigation' then now() end)
+     on conflict (report_id) do nothing
+     returning ${reportColumns()}`,
+    [
+      report.report_id, report.reporter, report.reported, report.reason, report.notes, report.evidence,
+      report.reporter_name ?? null, report.reported_name ?? null, report.status ?? null, report.assigned_agent ?? null,
+      report.is_supervisor ?? null, report.thread_id ?? null, report.evidence_url ?? null,
+    ],
+  );
+  return rows[0];
+}
+
+export async function insertInitialEvidence(tx: Tx, reportId: string, url: string, submittedBy: string | null): Promise<void> {
+  await tx.query(
+    `insert into report_evidence (report_id, description, url, submitted_by) values ($1::text, 'Initial evidence', $2::text, $3::text)`,
+    [reportId, url, submittedBy],
+  );
+}
+
+/** Columns PATCH /reports/<id>/update may write, with their casts (the set is closed: no SQL from input). */
+const UPDATABLE_COLUMNS = {
+  reporter: 'text',
+  reported: 'text',
+  notes: 'text',
+  reason: 'text',
+  status: 'text',
+  assigned_agent: 'text',
+  is_supervisor: 'boolean',
+  investigation_started_at: 'timestamptz',
+} as const;
+export type ReportChanges = Partial<Record<keyof typeof UPDATABLE_COLUMNS, string | boolean | null>>;
+
+export async function updateReportFields(tx: Tx, reportId: string, changes: ReportChanges): Promise<ReportRow> {
+  const entries = Object.entries(changes).filter(([column]) => column in UPDATABLE_COLUMNS);
+  const sets = entries.map(([column], i) => `${column} = $${i + 2}::${UPDATABLE_COLUMNS[column as keyof typeof UPDATABLE_COLUMNS]}`);
+  const { rows } = await tx.query<ReportRow>(
+    `update reports set ${[...sets, 'updated_at = now()'].join(', ')} where report_id = $1::text returning ${reportColumns()}`,
+    [reportId, ...entries.map(([, value]) => value)],
+  );
+  return rows[0]!;
+}
+
+/** Writes the forensic pre-image, then removes the report (its working rows cascade). */
+export async function deleteReportWithPreImage(
+  tx: Tx,
+  input: { reportId: string; preImage: unknown; reason: string; deletedBy: Actor; correlationId: string },
+): Promise<{ deleted_at: string }> {
+  const { rows } = await tx.query<{ deleted_at: string }>(
+    `insert into deleted_reports (report_id, pre_image, reason, deleted_by_kind, deleted_by_chat_id, correlation_id)
+     values ($1::text, $2::jsonb, $3::text, $4::text, $5::text, $6::text) returning deleted_at`,
+    [
+      input.reportId,
+      JSON.stringify(input.preImage),
+      input.reason,
+      input.deletedBy.kind === 'agent' ? 'agent' : 'bot',
+      input.deletedBy.kind === 'agent' ? input.deletedBy.chatId : null,
+      input.correlationId,
+    ],
+  );
+  await tx.query('delete from reports where report_id = $1::text', [input.reportId]);
+  return rows[0]!;
+}
+
+export interface ChatProfileRow {
+  chat_id: string;
+  username: string | null;
+  global_name: string | null;
+  avatar: string | null;
+  profile: Record<string, unknown>;
+  updated_at: string;
+}
+
+/** One snapshot per chat id: the latest delivery replaces the stored one. */
+export async function upsertChatProfile(tx: Tx, profile: { chat_id: string; username?: string | null; global_name?: string | null; avatar?: string | null }): Promise<ChatProfileRow> {
+  const { rows } = await tx.query<ChatProfileRow>(
+    `insert into chat_profiles (chat_id, username, global_name, avatar, profile)
+     values ($1::text, $2::text, $3::text, $4::text, $5::jsonb)
+     on conflict (chat_id) do update set username = excluded.username, global_name = excluded.global_name,
+       avatar = excluded.avatar, profile = excluded.profile, updated_at = now()
+     returning chat_id, username, global_name, avatar, profile, updated_at`,
+    [profile.chat_id, profile.username ?? null, profile.global_name ?? null, profile.avatar ?? null, JSON.stringify(profile)],
+  );
+  return rows[0]!;
 }

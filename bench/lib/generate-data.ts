@@ -1,0 +1,45 @@
+// Bulk data for the at-scale benchmarks, generated inside the database (generate_series) in
+// batches: reports spread over the statuses, a tenth supervisor-flagged, one per minute back in
+// time; events of the common types about those reports, by a handful of named agents.
+import type { Db } from '../../src/platform/db/types.js';
+
+const BATCH = 100_000;
+
+const REPORTS_SQL = `
+insert into reports (report_id, reporter, reported, reason, notes, evidence, reporter_name, reported_name, status,
+                     is_supervisor, created_at, updated_at)
+select 'BENCH-' || lpad(g::text, 8, '0'),
+       (300000000000000000 + (g * 7919) % 900000000)::text,
+       (400000000000000000 + (g * 104729) % 900000000)::text,
+       (array['Harassment in voice chat', 'Fail roleplay', 'Exploiting a map glitch', 'Slurs in global chat',
+              'Impersonating staff', 'Combat logging'])[1 + g % 6] || ' (case ' || g || ')',
+       '', 'See attached evidence', 'reporter' || (g % 5000), 'player' || (g % 20000),
+       (array['Open', 'Under Investigation', 'Pending', 'Appealed', 'Validated', 'Invalidated'])[1 + (g * 31) % 6],
+       g % 10 = 0, now() - make_interval(secs => g * 60), now() - make_interval(secs => g * 60 - (g % 7) * 3600)
+from generate_series($1::int, $2::int) as g`;
+
+const EVENTS_SQL = `
+insert into events (type, actor_kind, actor_chat_id, actor_name, report_id, before, after, correlation_id, is_supervisor, created_at)
+select (array['report.created', 'report.status_changed', 'report.assigned', 'report.note_added', 'contact.message_added',
+              'report.updated'])[1 + g % 6],
+       'agent', (200000000000000000 + g % 50)::text,
+       (array['Morgan Hale', 'Riley Castellano', 'Jordan Pike', 'Avery Lindqvist', 'Casey Moreau', 'Drew Nakamura',
+              'Elliot Varga', 'Kai Brennan'])[1 + g % 8],
+       'BENCH-' || lpad((1 + (g * 13) % $3::int)::text, 8, '0'),
+       jsonb_build_object('status', 'Open'),
+       jsonb_build_object('status', 'Pending', 'note', 'checked footage batch ' || g),
+       'bench-' || g, g % 10 = 0, now() - make_interval(secs => g * 30)
+from generate_series($1::int, $2::int) as g`;
+
+async function inBatches(db: Db, total: number, sql: string, extra: unknown[] = []): Promise<void> {
+  for (let from = 1; from <= total; from += BATCH) {
+    await db.query(sql, [from, Math.min(total, from + BATCH - 1), ...extra]);
+  }
+}
+
+/** Writes `reports` reports and `events` events, then refreshes the planner statistics. */
+export async function generateReportsAndEvents(db: Db, counts: { reports: number; events: number }): Promise<void> {
+  await inBatches(db, counts.reports, REPORTS_SQL);
+  await inBatches(db, counts.events, EVENTS_SQL, [counts.reports]);
+  await db.exec('analyze reports; analyze events;');
+}

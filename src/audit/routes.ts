@@ -1,0 +1,34 @@
+// GET /audit (spec: Audit log): the canonical events with a readable line each. Supervisor events
+// stay hidden from sessions below supervisor rank whatever the parameters; the bot sees them all.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { isSupervisorRank } from '../platform/auth/permissions.js';
+import { COMMON_ERRORS, errorResponses } from '../platform/http/schemas.js';
+import { describeEvent, searchEvents } from './queries.js';
+import { AuditList, AuditQuery } from './schemas.js';
+
+export const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/audit',
+    {
+      config: { auth: 'either', permission: 'decide_appeal' },
+      schema: { tags: ['Audit'], summary: 'Canonical events: search, filter, sort and page', querystring: AuditQuery, response: { 200: AuditList, ...errorResponses(400, ...COMMON_ERRORS) } },
+    },
+    async (request) => {
+      const query = request.query;
+      const principal = request.principal;
+      const limit = query.limit ?? 100;
+      const offset = query.offset ?? 0;
+      const { total, events } = await searchEvents(request.environment.db, {
+        search: query.search || undefined,
+        events: (query.event ?? '').split(',').map((e) => e.trim()).filter((e) => e.length > 0),
+        reportId: query.report_id,
+        supervisor: query.supervisor,
+        hideSupervisor: principal?.kind === 'session' && !isSupervisorRank(principal.agent.agent_rank),
+        sort: query.sort ?? 'newest',
+        limit,
+        offset,
+      });
+      return { success: true as const, total, offset, limit, events: events.map((event) => ({ ...event, text: describeEvent(event) })) };
+    },
+  );
+};

@@ -1,0 +1,81 @@
+// GET /reports: the legacy full list and the paginated list. Filters, sorting, totals and counts
+// are all SQL over the indexes of migrations/0004_reports.sql; JavaScript only shapes the rows.
+import type { Queryable } from '../platform/db/types.js';
+import { reportColumns, type ReportRow, type ReportStatus } from './queries.js';
+
+export type ReportSort = 'newest' | 'oldest' | 'updated';
+
+const ORDER: Record<ReportSort, string> = {
+  newest: 'r.created_at desc, r.report_id desc',
+  oldest: 'r.created_at asc, r.report_id asc',
+  updated: 'r.updated_at desc, r.report_id desc',
+};
+
+export interface RestrictedReport {
+  report_id: string;
+  is_supervisor: true;
+  restricted: true;
+  status: ReportStatus;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Callers below supervisor rank learn that a flagged report exists, and nothing about its content. */
+export function redact(rows: ReportRow[], maySeeSupervisor: boolean): (ReportRow | RestrictedReport)[] {
+  if (maySeeSupervisor) return rows;
+  return rows.map((r) =>
+    r.is_supervisor
+      ? { report_id: r.report_id, is_supervisor: true, restricted: true, status: r.status, created_at: r.created_at, updated_at: r.updated_at }
+      : r,
+  );
+}
+
+/** Legacy full fetch: every report, newest first. */
+export async function listAllReports(db: Queryable, status?: ReportStatus): Promise<ReportRow[]> {
+  const { rows } = await db.query<ReportRow>(
+    `select ${reportColumns('r')} from reports r where ($1::text is null or r.status = $1::text) order by ${ORDER.newest}`,
+    [status ?? null],
+  );
+  return rows;
+}
+
+export interface ReportPageQuery {
+  limit: number;
+  offset: number;
+  statuses?: ReportStatus[] | undefined;
+  type?: 'operator' | 'supervisor' | undefined;
+  contactOpen?: boolean | undefined;
+  sort?: ReportSort | undefined;
+}
+
+export interface ReportPage {
+  rows: ReportRow[];
+  total: number;
+  counts: { operator: number; supervisor: number };
+}
+
+// $1 statuses (null: any), $2 contact_open (null: any). The type filter ($3) is kept apart so the
+// per-type counts can ignore it: they are the sizes of the operator and supervisor tabs.
+const SHARED_FILTERS = `($1::text[] is null or r.status = any($1::text[]))
+  and ($2::boolean is null or $2::boolean = exists (select 1 from contact_threads c where c.report_id = r.report_id and not c.closed))`;
+const TYPE_FILTER = `($3::boolean is null or r.is_supervisor = $3::boolean)`;
+
+export async function listReportPage(db: Queryable, query: ReportPageQuery): Promise<ReportPage> {
+  const params = [query.statuses ?? null, query.contactOpen ?? null, query.type === undefined ? null : query.type === 'supervisor'];
+  const [page, totals] = await Promise.all([
+    db.query<ReportRow>(
+      `select ${reportColumns('r')} from reports r where ${SHARED_FILTERS} and ${TYPE_FILTER}
+       order by ${ORDER[query.sort ?? 'newest']} limit $4::integer offset $5::integer`,
+      [...params, query.limit, query.offset],
+    ),
+    db.query<{ total: number; operator: number; supervisor: number }>(
+      `select count(*) filter (where ${TYPE_FILTER})::integer as total,
+              count(*) filter (where not r.is_supervisor)::integer as operator,
+              count(*) filter (where r.is_supervisor)::integer as supervisor
+       from reports r where ${SHARED_FILTERS}`,
+      params,
+    ),
+  ]);
+  const t = totals.rows[0] ?? { total: 0, operator: 0, supervisor: 0 };
+  return { rows: page.rows, total: t.total, counts: { operator: t.operator, supervisor: t.supervisor } };
+}

@@ -1,0 +1,142 @@
+// GET /audit (spec: Audit log): the canonical events searched, filtered, sorted and paged in SQL,
+// a readable scrubbed line each, and supervisor events hidden below supervisor rank.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
+import { signedIn, type Person } from './helpers/identity.js';
+
+const key = { authorization: PRODUCTION_KEY };
+let t: TestApp;
+let agent: Person;
+let supervisor: Person;
+
+const A = '300000000000000001';
+const D = '300000000000000004';
+// label, type, actor_kind, chat id, name, report, supervisor, before, after, data
+const SEED: [string, string, string, string | null, string | null, string | null, boolean, unknown, unknown, unknown][] = [
+  ['e1', 'report.created', 'agent', A, 'Alice', 'SVC-CASE-00001', false, null, { status: 'Open' }, null],
+  ['e2', 'report.status_changed', 'agent', '300000000000000002', 'Bob', 'SVC-CASE-00002', false, { status: 'Open' }, { status: 'Pending' }, null],
+  ['e3', 'contact.message_added', 'bot', null, null, 'SVC-CASE-00001', false, null, null, { message_id: 1, direction: 'to_reporter' }],
+  ['e4', 'report.status_changed', 'agent', '300000000000000003', 'Carol', 'SVC-CASE-00003', true, { status: 'Pending' }, { status: 'Validated' }, null],
+  ['e5', 'queue.action_completed', 'system', null, null, null, false, null, null, { action_id: 5 }],
+  ['e6', 'report.assigned', 'agent', D, null, 'SVC-CASE-00002', false, { assigned_agent: null }, { assigned_agent: '300000000000000002' }, null],
+  ['e7', 'report.timeline_entry_added', 'agent', A, 'Alice', 'SVC-CASE-00001', false, null, { event: '100% done \\ ok' }, null],
+  ['e8', 'contact.thread_closed', 'agent', '300000000000000003', 'Carol', 'SVC-CASE-00003', true, { closed: false }, { closed: true }, null],
+];
+
+beforeAll(async () => {
+  t = await createTestApp();
+  agent = await signedIn(t, { rank: 'Senior Agent', clearance: 4 });
+  supervisor = await signedIn(t, { rank: 'Supervisor', clearance: 4 });
+  for (const [i, [label, type, kind, chat, name, report, sup, before, after, data]] of SEED.entries()) {
+    await t.db.production.query(
+      `insert into events (type, actor_kind, actor_chat_id, actor_name, report_id, is_supervisor, before, after, data, correlation_id, created_at)
+       values ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9::jsonb, $10, timestamptz '2026-01-01T00:00:00Z' + make_interval(secs => $11))`,
+      [type, kind, chat, name, report, sup, JSON.stringify(before), JSON.stringify(after), JSON.stringify(data), label, i],
+    );
+  }
+});
+afterAll(() => t.close());
+
+async function audit(query: string, headers: Record<string, string> = key) {
+  const res = await t.app.inject({ url: `/audit${query}`, headers });
+  expect(res.statusCode, res.body).toBe(200);
+  const body = res.json();
+  return { ...body, labels: (body.events as { correlation_id: string }[]).map((e) => e.correlation_id) };
+}
+
+describe('GET /audit', () => {
+  it('all events newest first, every field, a readable text', async () => {
+    const body = await audit('');
+    expect(body).toMatchObject({ success: true, total: 8, offset: 0, limit: 100 });
+    expect(body.labels).toEqual(['e8', 'e7', 'e6', 'e5', 'e4', 'e3', 'e2', 'e1']);
+    expect(body.events[6]).toEqual({
+      id: expect.any(Number), type: 'report.status_changed', actor_kind: 'agent', actor_chat_id: '300000000000000002', actor_name: 'Bob',
+      report_id: 'SVC-CASE-00002', before: { status: 'Open' }, after: { status: 'Pending' }, data: null, correlation_id: 'e2',
+      is_supervisor: false, created_at: '2026-01-01T00:00:01.000Z', text: 'Bob changed report SVC-CASE-00002 status from Open to Pending',
+    });
+    const text = Object.fromEntries(body.events.map((e: { correlation_id: string; text: string }) => [e.correlation_id, e.text]));
+    expect(text).toEqual({
+      e1: 'Alice created report SVC-CASE-00001',
+      e2: 'Bob changed report SVC-CASE-00002 status from Open to Pending',
+      e3: 'Automation bot messaged the reporter on report SVC-CASE-00001',
+      e4: 'Carol changed report SVC-CASE-00003 status from Pending to Validated',
+      e5: 'System: queue action completed',
+      e6: 'Agent [id] assigned report SVC-CASE-00002 to [id]',
+      e7: 'Alice added a timeline entry to report SVC-CASE-00001',
+      e8: 'Carol closed the contact thread on report SVC-CASE-00003',
+    });
+    expect(body.events.every((e: { text: string }) => !/\d{15,20}/.test(e.text))).toBe(true);
+  });
+
+  it.each([
+    ['newest', ['e8', 'e7', 'e6', 'e5', 'e4', 'e3', 'e2', 'e1']],
+    ['oldest', ['e1', 'e2', 'e3', 'e4', 'e5', 'e6', 'e7', 'e8']],
+    ['event', ['e3', 'e8', 'e5', 'e6', 'e1', 'e4', 'e2', 'e7']],
+    ['by', ['e7', 'e1', 'e2', 'e8', 'e4', 'e6', 'e5', 'e3']],
+    ['report', ['e7', 'e3', 'e1', 'e6', 'e2', 'e8', 'e4', 'e5']],
+  ])('sort=%s', async (sort, labels) => {
+    expect((await audit(`?sort=${sort}`)).labels).toEqual(labels);
+  });
+
+  it.each([
+    ['?search=pending', ['e4', 'e2']],
+    ['?search=ALICE', ['e7', 'e1']],
+    ['?search=svc-case-00003', ['e8', 'e4']],
+    ['?search=100%25', ['e7']],
+    ['?search=%25', ['e7']],
+    ['?search=%5C', ['e7']],
+    ['?search=_', ['e8', 'e7', 'e6', 'e5', 'e4', 'e3', 'e2']],
+    ['?search=nothing-like-this', []],
+    ['?event=report.,contact.', ['e8', 'e7', 'e6', 'e4', 'e3', 'e2', 'e1']],
+    ['?event=STATUS', ['e4', 'e2']],
+    ['?event=queue.', ['e5']],
+    ['?event=%20queue.%20,,', ['e5']],
+    ['?report_id=SVC-CASE-00001', ['e7', 'e3', 'e1']],
+    ['?report_id=SVC-CASE-00001&event=contact.', ['e3']],
+    ['?search=pending&sort=oldest', ['e2', 'e4']],
+    ['?supervisor=only', ['e8', 'e4']],
+    ['?supervisor=exclude', ['e7', 'e6', 'e5', 'e3', 'e2', 'e1']],
+  ])('filter %s', async (query, labels) => {
+    const body = await audit(query);
+    expect(body.labels).toEqual(labels);
+    expect(body.total).toBe(labels.length);
+  });
+
+  it('pages: total counts every match, limit and offset cut the page', async () => {
+    expect(await audit('?limit=3')).toMatchObject({ total: 8, offset: 0, limit: 3, labels: ['e8', 'e7', 'e6'] });
+    expect(await audit('?limit=3&offset=6')).toMatchObject({ total: 8, offset: 6, limit: 3, labels: ['e2', 'e1'] });
+    expect(await audit('?limit=3&offset=10')).toMatchObject({ total: 8, offset: 10, labels: [] });
+    expect(await audit('?limit=1&offset=1&sort=report&search=alice')).toMatchObject({ total: 2, labels: ['e1'] });
+  });
+
+  it('below supervisor rank supervisor events never show, whatever the parameters', async () => {
+    expect(await audit('', agent.headers)).toMatchObject({ total: 6, labels: ['e7', 'e6', 'e5', 'e3', 'e2', 'e1'] });
+    expect(await audit('?supervisor=only', agent.headers)).toMatchObject({ total: 0, labels: [] });
+    expect(await audit('?search=carol', agent.headers)).toMatchObject({ total: 0, labels: [] });
+    expect(await audit('?report_id=SVC-CASE-00003', agent.headers)).toMatchObject({ total: 0, labels: [] });
+    expect(await audit('?search=pending&sort=event', agent.headers)).toMatchObject({ total: 1, labels: ['e2'] });
+    expect(await audit('?supervisor=only', supervisor.headers)).toMatchObject({ total: 2, labels: ['e8', 'e4'] });
+    expect(await audit('', supervisor.headers)).toMatchObject({ total: 8 });
+  });
+
+  it('401 without credentials, 403 below clearance 4', async () => {
+    expect((await t.app.inject({ url: '/audit' })).statusCode).toBe(401);
+    const low = await signedIn(t, { rank: 'Director', clearance: 3 });
+    expect((await t.app.inject({ url: '/audit', headers: low.headers })).json()).toMatchObject({ code: 'INSUFFICIENT_CLEARANCE' });
+  });
+
+  it.each([
+    ['?limit=501', 'querystring.limit must be <= 500'],
+    ['?limit=0', 'querystring.limit must be >= 1'],
+    ['?limit=ten', 'querystring.limit must be integer'],
+    ['?offset=-1', 'querystring.offset must be >= 0'],
+    ['?sort=random', 'querystring.sort must be one of: newest, oldest, event, by, report'],
+    ['?supervisor=maybe', 'querystring.supervisor must be one of: only, exclude'],
+    [`?search=${'x'.repeat(201)}`, 'querystring.search must NOT have more than 200 characters'],
+    ['?actor=me', 'querystring.actor is not an accepted field'],
+  ])('400 for %s', async (query, error) => {
+    const res = await t.app.inject({ url: `/audit${query}`, headers: key });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({ success: false, error, code: 'VALIDATION_ERROR' });
+  });
+});
