@@ -125,6 +125,36 @@ describe('POST /reports/create', () => {
   });
 });
 
+describe('the created report payload', () => {
+  it('is exactly what GET /reports/<id> reads back: names, profiles, evidence and timeline', async () => {
+    const assignee = await signedIn(t, { clearance: 2, name: 'Quinn Assignee' });
+    const reporter = chatId();
+    await t.app.inject({ method: 'POST', url: '/reports/create', headers: key, payload: seedReportBody('PAYLOAD-SEED', reporter) });
+    await t.app.inject({
+      method: 'POST',
+      url: '/reports/PAYLOAD-SEED/chat-profiles',
+      headers: key,
+      payload: { reporter: { chat_id: reporter, username: 'reporter_one', global_name: 'Reporter One', avatar: 'abc' } },
+    });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/reports/create',
+      headers: assignee.headers,
+      payload: { ...seedReportBody('PAYLOAD-1', reporter), assigned_agent: assignee.agent.chat_id, evidence_url: 'https://evidence.example.org/1.png' },
+    });
+    expect(res.statusCode).toBe(201);
+    const created = res.json().report;
+    expect(created).toMatchObject({ assigned_agent_name: 'Quinn Assignee', evidence_list: [{ submitted_by_name: 'Quinn Assignee' }] });
+    expect(created.chat_profiles).toEqual([expect.objectContaining({ chat_id: reporter, username: 'reporter_one' })]);
+    const read = await t.app.inject({ url: '/reports/PAYLOAD-1', headers: key });
+    expect(read.json().report).toEqual(created);
+  });
+});
+
+function seedReportBody(reportId: string, reporter: string) {
+  return { report_id: reportId, reporter, reported: chatId(), reason: 'Payload check', notes: 'n', evidence: 'e' };
+}
+
 describe('authorization matrix', () => {
   const person = (options: PersonOptions) => signedIn(t, options);
   const statusOf = async (send: (h: Record<string, string>) => Promise<{ statusCode: number }>, h: Record<string, string>) => (await send(h)).statusCode;

@@ -7,6 +7,7 @@ import { openPostgres } from '../../src/platform/db/postgres.js';
 import type { Db } from '../../src/platform/db/types.js';
 import type { Context } from '../types.js';
 import { startFakeChat } from './fake-chat.js';
+import { countAsOurs } from './machine.js';
 import { createBenchDatabases } from './pg.js';
 import { settle, stop } from './proc.js';
 import { freshDataDir, startService } from './service.js';
@@ -20,6 +21,7 @@ export interface OwnService {
 export async function withOwnService<T>(ctx: Context, prepare: (db: Db) => Promise<void>, run: (service: OwnService) => Promise<T>): Promise<T> {
   const dataDir = freshDataDir();
   const dbs = ctx.options.pg ? await createBenchDatabases(ctx.options.pg) : undefined;
+  if (dbs) countAsOurs('postgres'); // the server's work is part of the run, not outside load
   const db = dbs ? openPostgres({ connectionString: dbs.productionUrl }) : await openPglite({ dataDir: join(dataDir, 'production') });
   try {
     await migrate(db);

@@ -79,38 +79,33 @@ export interface FullReport extends ReportRow {
   chat_profiles: Record<string, unknown>[];
 }
 
-/** The full report: base fields, notes, evidence, timeline, chat profile snapshots, resolved names. */
+/**
+ * The full report: base fields, notes, evidence, timeline, chat profile snapshots, resolved names.
+ * One statement (one round trip, also inside a transaction), the lists built as JSON in SQL.
+ */
 export async function loadFullReport(db: Queryable, reportId: string): Promise<FullReport | undefined> {
-  const report = await findReport(db, reportId);
-  if (!report) return undefined;
-  // One after another, not Promise.all: on PostgreSQL a transaction is one connection, which runs
-  // a single statement at a time (pg deprecates queueing them).
-  const assigned = report.assigned_agent
-    ? await db.query<{ name: string | null }>('select name from agents where chat_id = $1::text', [report.assigned_agent])
-    : { rows: [] as { name: string | null }[] };
-  const notes = await db.query<FullReport['notes_list'][number]>(
-    `select id, note, author_chat_id, author_name, created_at from report_notes where report_id = $1::text order by created_at, id`,
+  const { rows } = await db.query<FullReport>(
+    `select ${reportColumns('r')},
+       (select a.name from agents a where a.chat_id = r.assigned_agent) as assigned_agent_name,
+       coalesce((select jsonb_agg(jsonb_build_object('id', n.id, 'note', n.note, 'author_chat_id', n.author_chat_id,
+                  'author_name', n.author_name, 'created_at', iso_utc(n.created_at)) order by n.created_at, n.id)
+                 from report_notes n where n.report_id = r.report_id), '[]'::jsonb) as notes_list,
+       coalesce((select jsonb_agg(jsonb_build_object('id', e.id, 'description', e.description, 'url', e.url,
+                  'submitted_by', e.submitted_by, 'submitted_by_id', e.submitted_by, 'submitted_by_name', a.name,
+                  'created_at', iso_utc(e.created_at)) order by e.created_at, e.id)
+                 from report_evidence e left join agents a on a.chat_id = e.submitted_by
+                 where e.report_id = r.report_id), '[]'::jsonb) as evidence_list,
+       coalesce((select jsonb_agg(jsonb_build_object('id', t.id, 'report_id', t.report_id, 'event', t.event,
+                  'actor_kind', t.actor_kind, 'actor_chat_id', t.actor_chat_id, 'actor_name', t.actor_name,
+                  'created_at', iso_utc(t.created_at)) order by t.created_at, t.id)
+                 from report_timeline t where t.report_id = r.report_id), '[]'::jsonb) as timeline,
+       coalesce((select jsonb_agg(jsonb_build_object('chat_id', p.chat_id, 'username', p.username, 'global_name', p.global_name,
+                  'avatar', p.avatar, 'profile', p.profile, 'updated_at', iso_utc(p.updated_at)) order by p.chat_id)
+                 from chat_profiles p where p.chat_id in (r.reporter, r.reported)), '[]'::jsonb) as chat_profiles
+     from reports r where r.report_id = $1::text`,
     [reportId],
   );
-  const evidence = await db.query<FullReport['evidence_list'][number]>(
-    `select e.id, e.description, e.url, e.submitted_by, e.submitted_by as submitted_by_id, a.name as submitted_by_name, e.created_at
-     from report_evidence e left join agents a on a.chat_id = e.submitted_by
-     where e.report_id = $1::text order by e.created_at, e.id`,
-    [reportId],
-  );
-  const timeline = await db.query<TimelineRow>(`select * from report_timeline where report_id = $1::text order by created_at, id`, [reportId]);
-  const profiles = await db.query<Record<string, unknown>>(
-    `select chat_id, username, global_name, avatar, profile, updated_at from chat_profiles where chat_id = any($1::text[]) order by chat_id`,
-    [[report.reporter, report.reported]],
-  );
-  return {
-    ...report,
-    assigned_agent_name: assigned.rows[0]?.name ?? null,
-    notes_list: notes.rows,
-    evidence_list: evidence.rows,
-    timeline: timeline.rows,
-    chat_profiles: profiles.rows,
-  };
+  return rows[0];
 }
 
 // --- Report CRUD (POST /reports/create, PATCH update, DELETE, chat-profiles) ---
@@ -131,17 +126,31 @@ export interface NewReport {
   evidence_url?: string | undefined;
 }
 
-/** The new row, or undefined when the id is taken (nothing written then). A report created under
- * investigation has its investigation in progress from now, as the investigate action would set it. */
-export async function insertReport(tx: Tx, report: NewReport): Promise<ReportRow | undefined> {
-  const { rows } = await tx.query<ReportRow>(
-    `insert into reports (report_id, reporter, reported, reason, notes, evidence, reporter_name, reported_name, status,
-                          assigned_agent, is_supervisor, thread_id, evidence_url, investigation_started_at)
-     values ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, coalesce($9::text, 'Open'),
-             $10::text, coalesce($11::boolean, false), $12::text, $13::text,
-             case when $9::text = 'Under Investigation' then now() end)
-     on conflict (report_id) do nothing
-     returning ${reportColumns()}`,
+/** A new report with what its full payload needs besides the rows its creation writes. */
+export type CreatedReport = ReportRow & Pick<FullReport, 'assigned_agent_name' | 'chat_profiles'>;
+
+/**
+ * The new row, or undefined when the id is taken (nothing written then). The same statement
+ * resolves the assigned agent's name and any chat profiles already on record, so that creation
+ * needs no read-back. A report created under investigation has its investigation in progress
+ * from now, as the investigate action would set it.
+ */
+export async function insertReport(tx: Tx, report: NewReport): Promise<CreatedReport | undefined> {
+  const { rows } = await tx.query<CreatedReport>(
+    `with r as (
+       insert into reports (report_id, reporter, reported, reason, notes, evidence, reporter_name, reported_name, status,
+                            assigned_agent, is_supervisor, thread_id, evidence_url, investigation_started_at)
+       values ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, coalesce($9::text, 'Open'),
+               $10::text, coalesce($11::boolean, false), $12::text, $13::text,
+               case when $9::text = 'Under Investigation' then now() end)
+       on conflict (report_id) do nothing
+       returning ${reportColumns()})
+     select ${reportColumns('r')},
+       (select a.name from agents a where a.chat_id = r.assigned_agent) as assigned_agent_name,
+       coalesce((select jsonb_agg(jsonb_build_object('chat_id', p.chat_id, 'username', p.username, 'global_name', p.global_name,
+                  'avatar', p.avatar, 'profile', p.profile, 'updated_at', iso_utc(p.updated_at)) order by p.chat_id)
+                 from chat_profiles p where p.chat_id in (r.reporter, r.reported)), '[]'::jsonb) as chat_profiles
+     from r`,
     [
       report.report_id, report.reporter, report.reported, report.reason, report.notes, report.evidence,
       report.reporter_name ?? null, report.reported_name ?? null, report.status ?? null, report.assigned_agent ?? null,
@@ -151,11 +160,33 @@ export async function insertReport(tx: Tx, report: NewReport): Promise<ReportRow
   return rows[0];
 }
 
-export async function insertInitialEvidence(tx: Tx, reportId: string, url: string, submittedBy: string | null): Promise<void> {
-  await tx.query(
-    `insert into report_evidence (report_id, description, url, submitted_by) values ($1::text, 'Initial evidence', $2::text, $3::text)`,
+export async function insertInitialEvidence(
+  tx: Tx,
+  reportId: string,
+  url: string,
+  submittedBy: string | null,
+): Promise<FullReport['evidence_list'][number]> {
+  const { rows } = await tx.query<FullReport['evidence_list'][number]>(
+    `with e as (
+       insert into report_evidence (report_id, description, url, submitted_by)
+       values ($1::text, 'Initial evidence', $2::text, $3::text) returning *)
+     select e.id, e.description, e.url, e.submitted_by, e.submitted_by as submitted_by_id, a.name as submitted_by_name, e.created_at
+     from e left join agents a on a.chat_id = e.submitted_by`,
     [reportId, url, submittedBy],
   );
+  return rows[0]!;
+}
+
+/**
+ * The full payload of a report created in this transaction, from the rows its creation wrote:
+ * nothing else can hang off it before the commit, so it equals what loadFullReport would read.
+ */
+export function fullReportOfCreated(
+  created: CreatedReport,
+  timeline: TimelineRow,
+  evidence: FullReport['evidence_list'][number] | undefined,
+): FullReport {
+  return { ...created, notes_list: [], evidence_list: evidence ? [evidence] : [], timeline: [timeline], chat_profiles: created.chat_profiles };
 }
 
 /** Columns PATCH /reports/<id>/update may write, with their casts (the set is closed: no SQL from input). */

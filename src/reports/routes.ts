@@ -11,7 +11,7 @@ import { actorOf } from '../platform/http/request-context.js';
 import { COMMON_ERRORS, errorResponses } from '../platform/http/schemas.js';
 import { listAllReports, listReportPage, redact } from './list.js';
 import {
-  addTimeline, deleteReportWithPreImage, findReport, insertInitialEvidence, insertReport, loadFullReport, REPORT_STATUSES,
+  addTimeline, deleteReportWithPreImage, findReport, fullReportOfCreated, insertInitialEvidence, insertReport, loadFullReport, REPORT_STATUSES,
   updateReportFields, upsertChatProfile, type ReportChanges, type ReportRow, type ReportStatus,
 } from './queries.js';
 import {
@@ -69,14 +69,16 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       assertMaySeeSupervisor(request, body.is_supervisor === true);
       const actor = actorOf(request);
       const report = await request.environment.db.transaction(async (tx) => {
-        const row = await insertReport(tx, body);
-        if (!row) throw errors.conflict(`Report ${body.report_id} already exists`, 'DUPLICATE');
-        await addTimeline(tx, row.report_id, 'Report created', actor);
+        const created = await insertReport(tx, body);
+        if (!created) throw errors.conflict(`Report ${body.report_id} already exists`, 'DUPLICATE');
+        const { assigned_agent_name: _name, chat_profiles: _profiles, ...row } = created;
+        const timeline = await addTimeline(tx, row.report_id, 'Report created', actor);
         await recordEvent(tx, { type: 'report.created', actor, correlationId: request.id, reportId: row.report_id, after: row, isSupervisor: row.is_supervisor });
-        if (body.evidence_url !== undefined) {
-          await insertInitialEvidence(tx, row.report_id, body.evidence_url, actor.kind === 'agent' ? actor.chatId : null);
-        }
-        return (await loadFullReport(tx, row.report_id))!;
+        const evidence =
+          body.evidence_url === undefined
+            ? undefined
+            : await insertInitialEvidence(tx, row.report_id, body.evidence_url, actor.kind === 'agent' ? actor.chatId : null);
+        return fullReportOfCreated(created, timeline, evidence);
       });
       return reply.code(201).send({ success: true as const, report });
     },
