@@ -574,3 +574,27 @@ describe('GET /reports', () => {
     expect((await list('?limit=4', {})).status).toBe(401);
   });
 });
+
+describe('the list totals kept by triggers', () => {
+  it('match a count of the rows after creates, updates, contact threads opening and closing, and deletes', async () => {
+    for (let i = 0; i < 6; i++) {
+      await t.app.inject({ method: 'POST', url: '/reports/create', headers: key, payload: { ...seedReportBody(`COUNT-${i}`, chatId()), is_supervisor: i % 3 === 0 } });
+    }
+    await t.db.production.query(`update reports set status = 'Pending' where report_id in ('COUNT-1', 'COUNT-2')`);
+    await t.db.production.query(`update reports set is_supervisor = true where report_id = 'COUNT-4'`);
+    await t.db.production.query(`insert into contact_threads (report_id) values ('COUNT-1'), ('COUNT-3')`);
+    await t.db.production.query(`update contact_threads set closed = true where report_id = 'COUNT-3'`);
+    await t.app.inject({ method: 'DELETE', url: '/reports/COUNT-5', headers: key, payload: { reason: 'Duplicate of COUNT-4' } });
+    await t.app.inject({ method: 'DELETE', url: '/reports/COUNT-1', headers: key, payload: { reason: 'Filed by mistake' } });
+
+    const counted = await t.db.production.query(
+      `select status, is_supervisor, contact_open, sum(n)::int as n from report_counts
+       group by status, is_supervisor, contact_open having sum(n) <> 0 order by 1, 2, 3`,
+    );
+    const actual = await t.db.production.query(
+      `select status, is_supervisor, contact_open, count(*)::int as n from reports group by 1, 2, 3 order by 1, 2, 3`,
+    );
+    expect(counted.rows).toEqual(actual.rows);
+    expect((await t.db.production.query(`select contact_open from reports where report_id = 'COUNT-3'`)).rows).toEqual([{ contact_open: false }]);
+  });
+});

@@ -16,7 +16,7 @@ select 'BENCH-' || lpad(g::text, 8, '0'),
        '', 'See attached evidence', 'reporter' || (g % 5000), 'player' || (g % 20000),
        (array['Open', 'Under Investigation', 'Pending', 'Appealed', 'Validated', 'Invalidated'])[1 + (g * 31) % 6],
        g % 10 = 0, now() - make_interval(secs => g * 60), now() - make_interval(secs => g * 60 - (g % 7) * 3600)
-from generate_series($1::int, $2::int) as g`;
+from generate_series($1::bigint, $2::bigint) as g`;
 
 const EVENTS_SQL = `
 insert into events (type, actor_kind, actor_chat_id, actor_name, report_id, before, after, correlation_id, is_supervisor, created_at)
@@ -25,11 +25,11 @@ select (array['report.created', 'report.status_changed', 'report.assigned', 'rep
        'agent', (200000000000000000 + g % 50)::text,
        (array['Morgan Hale', 'Riley Castellano', 'Jordan Pike', 'Avery Lindqvist', 'Casey Moreau', 'Drew Nakamura',
               'Elliot Varga', 'Kai Brennan'])[1 + g % 8],
-       'BENCH-' || lpad((1 + (g * 13) % $3::int)::text, 8, '0'),
+       'BENCH-' || lpad((1 + (g * 13) % $3::bigint)::text, 8, '0'),
        jsonb_build_object('status', 'Open'),
        jsonb_build_object('status', 'Pending', 'note', 'checked footage batch ' || g),
        'bench-' || g, g % 10 = 0, now() - make_interval(secs => g * 30)
-from generate_series($1::int, $2::int) as g`;
+from generate_series($1::bigint, $2::bigint) as g`;
 
 async function inBatches(db: Db, total: number, sql: string, extra: unknown[] = []): Promise<void> {
   for (let from = 1; from <= total; from += BATCH) {

@@ -134,7 +134,8 @@ export const RESET_TABLES: readonly { table: string; where?: string }[] = [
   { table: 'agents', where: 'chat_id <> all($1::text[])' },
 ];
 /** Tables a reset leaves alone (checked by the tests: every other table must be in RESET_TABLES). */
-export const PRESERVED_TABLES: readonly string[] = ['schema_migrations', 'sessions'];
+// report_counts is derived: the triggers on reports keep it right through the deletes above.
+export const PRESERVED_TABLES: readonly string[] = ['schema_migrations', 'sessions', 'report_counts'];
 
 // Seeding and resetting take one advisory lock: two instances starting together, or two resets
 // at once, run one after the other instead of deadlocking on each other's rows.

@@ -55,24 +55,26 @@ export interface ReportPage {
 }
 
 // $1 statuses (null: any), $2 contact_open (null: any). The type filter ($3) is kept apart so the
-// per-type counts can ignore it: they are the sizes of the operator and supervisor tabs.
-const SHARED_FILTERS = `($1::text[] is null or r.status = any($1::text[]))
-  and ($2::boolean is null or $2::boolean = exists (select 1 from contact_threads c where c.report_id = r.report_id and not c.closed))`;
-const TYPE_FILTER = `($3::boolean is null or r.is_supervisor = $3::boolean)`;
+// per-type counts can ignore it: they are the sizes of the operator and supervisor tabs. The same
+// filters apply to the rows (r) and to report_counts (c), whose columns have the same names.
+const sharedFilters = (t: string) => `($1::text[] is null or ${t}.status = any($1::text[]))
+  and ($2::boolean is null or ${t}.contact_open = $2::boolean)`;
+const typeFilter = (t: string) => `($3::boolean is null or ${t}.is_supervisor = $3::boolean)`;
 
 export async function listReportPage(db: Queryable, query: ReportPageQuery): Promise<ReportPage> {
   const params = [query.statuses ?? null, query.contactOpen ?? null, query.type === undefined ? null : query.type === 'supervisor'];
   const [page, totals] = await Promise.all([
     db.query<ReportRow>(
-      `select ${reportColumns('r')} from reports r where ${SHARED_FILTERS} and ${TYPE_FILTER}
+      `select ${reportColumns('r')} from reports r where ${sharedFilters('r')} and ${typeFilter('r')}
        order by ${ORDER[query.sort ?? 'newest']} limit $4::integer offset $5::integer`,
       [...params, query.limit, query.offset],
     ),
+    // Totals come from the counters that triggers keep (migration 0007), not from counting rows.
     db.query<{ total: number; operator: number; supervisor: number }>(
-      `select count(*) filter (where ${TYPE_FILTER})::integer as total,
-              count(*) filter (where not r.is_supervisor)::integer as operator,
-              count(*) filter (where r.is_supervisor)::integer as supervisor
-       from reports r where ${SHARED_FILTERS}`,
+      `select coalesce(sum(c.n) filter (where ${typeFilter('c')}), 0)::integer as total,
+              coalesce(sum(c.n) filter (where not c.is_supervisor), 0)::integer as operator,
+              coalesce(sum(c.n) filter (where c.is_supervisor), 0)::integer as supervisor
+       from report_counts c where ${sharedFilters('c')}`,
       params,
     ),
   ]);
