@@ -598,3 +598,25 @@ describe('the list totals kept by triggers', () => {
     expect((await t.db.production.query(`select contact_open from reports where report_id = 'COUNT-3'`)).rows).toEqual([{ contact_open: false }]);
   });
 });
+
+describe.runIf(onPostgres)('the list totals under concurrent writes (PostgreSQL only)', () => {
+  it('stay equal to a count of the rows when creations, status changes and deletions race', async () => {
+    const ids = Array.from({ length: 40 }, (_, i) => `RACE-COUNT-${i}`);
+    const created = await Promise.all(
+      ids.map((id, i) => t.app.inject({ method: 'POST', url: '/reports/create', headers: key, payload: { ...seedReportBody(id, chatId()), is_supervisor: i % 4 === 0 } })),
+    );
+    expect(created.map((r) => r.statusCode)).toEqual(ids.map(() => 201));
+    const churn = await Promise.all([
+      ...ids.slice(0, 15).map((id) => t.app.inject({ method: 'PATCH', url: `/reports/${id}/update`, headers: key, payload: { status: 'Pending' } })),
+      ...ids.slice(10, 25).map((id) => t.app.inject({ method: 'DELETE', url: `/reports/${id}`, headers: key, payload: { reason: 'Race cleanup' } })),
+    ]);
+    // Deleting a report someone is updating may win or lose the race; every answer is a clean one.
+    for (const res of churn) expect([200, 404]).toContain(res.statusCode);
+    const counted = await t.db.production.query(
+      `select status, is_supervisor, contact_open, sum(n)::int as n from report_counts
+       group by status, is_supervisor, contact_open having sum(n) <> 0 order by 1, 2, 3`,
+    );
+    const actual = await t.db.production.query(`select status, is_supervisor, contact_open, count(*)::int as n from reports group by 1, 2, 3 order by 1, 2, 3`);
+    expect(counted.rows).toEqual(actual.rows);
+  });
+});
