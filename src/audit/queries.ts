@@ -47,7 +47,12 @@ function whereClause(filter: AuditFilter): { sql: string; values: unknown[] } {
   return { sql: conditions.length > 0 ? `where ${conditions.join(' and ')}` : '', values };
 }
 
-export async function searchEvents(db: Queryable, filter: AuditFilter): Promise<{ total: number; events: EventRecord[] }> {
+export interface EventSearchResult {
+  total: number;
+  events: EventRecord[];
+}
+
+export async function searchEvents(db: Queryable, filter: AuditFilter): Promise<EventSearchResult> {
   const where = whereClause(filter);
   const n = where.values.length;
   const [count, page] = await Promise.all([

@@ -18,7 +18,7 @@ export const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const principal = request.principal;
       const limit = query.limit ?? 100;
       const offset = query.offset ?? 0;
-      const { total, events } = await searchEvents(request.environment.db, {
+      const filter = {
         search: query.search || undefined,
         events: (query.event ?? '').split(',').map((e) => e.trim()).filter((e) => e.length > 0),
         reportId: query.report_id,
@@ -27,7 +27,18 @@ export const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
         sort: query.sort ?? 'newest',
         limit,
         offset,
-      });
+      };
+      // Answers are kept until the event log changes (any instance's commit clears them); the key
+      // is the whole filter, the caller's supervisor visibility included.
+      const pages = request.environment.auditPages;
+      const key = JSON.stringify(filter);
+      let found = pages.get(key);
+      if (!found) {
+        const mark = pages.mark();
+        found = await searchEvents(request.environment.db, filter);
+        pages.store(key, found, mark);
+      }
+      const { total, events } = found;
       return { success: true as const, total, offset, limit, events: events.map((event) => ({ ...event, text: describeEvent(event) })) };
     },
   );

@@ -4,7 +4,10 @@ import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { ENVIRONMENTS, type Config, type EnvironmentConfig, type EnvironmentName } from '../config.js';
 import { seedDemoIfEmpty } from '../demo/seed.js';
+import type { EventSearchResult } from '../audit/queries.js';
+import type { ReportPage } from '../reports/list.js';
 import { AUTH_CHANNEL, SessionCache } from './auth/session-cache.js';
+import { ChangeCache } from './cache/change-cache.js';
 import { migrate } from './db/migrate.js';
 import { openPglite } from './db/pglite.js';
 import { openPostgres } from './db/postgres.js';
@@ -17,6 +20,41 @@ export interface Environment {
   readonly db: Db;
   /** Resolved sessions, cleared through database notifications (see session-cache.ts). */
   readonly sessions: SessionCache;
+  /** Report list pages, cleared whenever reports change (see change-cache.ts). */
+  readonly reportPages: ChangeCache<ReportPage>;
+  /** Audit log answers, cleared whenever the event log changes. */
+  readonly auditPages: ChangeCache<EventSearchResult>;
+}
+
+export const REPORTS_CHANNEL = 'cms_reports_changed';
+export const EVENTS_CHANNEL = 'cms_events_changed';
+
+/** A cache that is live while its channel is heard and cleared by every notification on it. */
+function clearedBy(db: Db, channel: string, cache: ChangeCache<unknown>) {
+  return db.listen(channel, {
+    onNotify: () => cache.clear(),
+    onReady: () => cache.setLive(true),
+    onLost: () => cache.setLive(false),
+  });
+}
+
+/**
+ * The environment's Db, clearing `onCommit` after every committed transaction: this instance's
+ * own writes are seen by its next read at once, without waiting for their notification.
+ */
+function clearingOnCommit(db: Db, onCommit: () => void): Db {
+  return {
+    kind: db.kind,
+    query: (text, values) => db.query(text, values),
+    exec: (sql) => db.exec(sql),
+    async transaction(fn) {
+      const result = await db.transaction(fn);
+      onCommit();
+      return result;
+    },
+    listen: (channel, listener) => db.listen(channel, listener),
+    close: () => db.close(),
+  };
 }
 
 export type OpenDb = (env: EnvironmentConfig) => Promise<Db>;
@@ -104,6 +142,8 @@ export class Environments {
   private async tryOpen(name: EnvironmentName): Promise<void> {
     const envConfig = this.config.environments[name];
     const sessions = new SessionCache();
+    const reportPages = new ChangeCache<ReportPage>();
+    const auditPages = new ChangeCache<EventSearchResult>();
     let db: Db | undefined;
     try {
       db = await this.options.openDb(envConfig);
@@ -114,6 +154,8 @@ export class Environments {
         onReady: () => sessions.setLive(true),
         onLost: () => sessions.setLive(false),
       });
+      await clearedBy(db, REPORTS_CHANNEL, reportPages);
+      await clearedBy(db, EVENTS_CHANNEL, auditPages);
     } catch (err) {
       await db?.close().catch(() => undefined);
       if (!isUnreachable(err)) throw err;
@@ -122,7 +164,14 @@ export class Environments {
       return;
     }
     if (this.closed) return void (await db.close());
-    this.ready.set(name, { name, config: envConfig, db, sessions });
+    this.ready.set(name, { name, config: envConfig, db: clearingOnCommit(db, () => {
+        reportPages.clear();
+        auditPages.clear();
+      }),
+      sessions,
+      reportPages,
+      auditPages,
+    });
     this.options.log.info({ environment: name, store: db.kind }, 'environment ready');
   }
 

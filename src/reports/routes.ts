@@ -107,7 +107,17 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       let statuses = parseStatuses(q.statuses);
       if (q.status !== undefined) statuses = statuses ? statuses.filter((s) => s === q.status) : [q.status];
       const offset = q.offset ?? 0;
-      const page = await listReportPage(db, { limit: q.limit, offset, statuses, type: q.type, contactOpen: q.contact_open, sort: q.sort });
+      const pageQuery = { limit: q.limit, offset, statuses, type: q.type, contactOpen: q.contact_open, sort: q.sort };
+      // Pages are kept until reports change (any instance's commit clears them): the dashboard's
+      // polling then costs no query. Redaction below is per caller, so one entry serves everyone.
+      const pages = request.environment.reportPages;
+      const key = JSON.stringify(pageQuery);
+      let page = pages.get(key);
+      if (!page) {
+        const mark = pages.mark();
+        page = await listReportPage(db, pageQuery);
+        pages.store(key, page, mark);
+      }
       return {
         success: true as const,
         reports: redact(page.rows, supervisor),
