@@ -5,7 +5,6 @@ import type { FastifyBaseLogger } from 'fastify';
 import { ENVIRONMENTS, type Config, type EnvironmentConfig, type EnvironmentName } from '../config.js';
 import { seedDemoIfEmpty } from '../demo/seed.js';
 import type { EventSearchResult } from '../audit/queries.js';
-import type { ReportPage } from '../reports/list.js';
 import { AUTH_CHANNEL, SessionCache } from './auth/session-cache.js';
 import { ChangeCache } from './cache/change-cache.js';
 import { migrate } from './db/migrate.js';
@@ -20,8 +19,8 @@ export interface Environment {
   readonly db: Db;
   /** Resolved sessions, cleared through database notifications (see session-cache.ts). */
   readonly sessions: SessionCache;
-  /** Report list pages, cleared whenever reports change (see change-cache.ts). */
-  readonly reportPages: ChangeCache<ReportPage>;
+  /** Report list pages (serialised responses), cleared whenever reports change (see change-cache.ts). */
+  readonly reportPages: ChangeCache<string>;
   /** Audit log answers, cleared whenever the event log changes. */
   readonly auditPages: ChangeCache<EventSearchResult>;
 }
@@ -142,7 +141,7 @@ export class Environments {
   private async tryOpen(name: EnvironmentName): Promise<void> {
     const envConfig = this.config.environments[name];
     const sessions = new SessionCache();
-    const reportPages = new ChangeCache<ReportPage>();
+    const reportPages = new ChangeCache<string>();
     const auditPages = new ChangeCache<EventSearchResult>();
     let db: Db | undefined;
     try {
