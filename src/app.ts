@@ -24,6 +24,9 @@ import { sessionRoutes } from './auth/session-routes.js';
 import { contactRoutes } from './contact/routes.js';
 import { evidenceRoutes } from './evidence/routes.js';
 import { auditRoutes } from './audit/routes.js';
+import { actionQueueRoutes } from './queue/routes.js';
+import { punishmentRoutes } from './punishments/routes.js';
+import { disciplineRoutes } from './discipline/routes.js';
 
 export interface BuildAppOptions {
   config: Config;
@@ -98,6 +101,9 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
     await api.register(contactRoutes);
     await api.register(evidenceRoutes);
     await api.register(auditRoutes);
+    await api.register(actionQueueRoutes);
+    await api.register(punishmentRoutes);
+    await api.register(disciplineRoutes);
     if (extraRoutes) await api.register(async (scope) => extraRoutes(scope as unknown as FastifyInstance));
   });
 

@@ -43,6 +43,8 @@ export interface Config {
   demoAllowedChatIds: string[];
   gameRelayUrls: string[];
   gameServerKey: string | undefined;
+  /** A claimed queue item not completed within this is swept back (spec Limits: 10 minutes). */
+  queueStaleTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -124,6 +126,7 @@ export function parseConfig(env: Env): Config {
     demoAllowedChatIds: read('DEMO_ALLOWED_CHAT_IDS', [], (v) => parseList(v, parseChatId)),
     gameRelayUrls: read('GAME_RELAY_URLS', [], (v) => parseList(v, parseHttpUrl)),
     gameServerKey: str('GAME_SERVER_KEY'),
+    queueStaleTimeoutMs: read('QUEUE_STALE_TIMEOUT_SECONDS', 600, parseSeconds) * 1000,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
@@ -177,6 +180,12 @@ function parseOrigin(raw: string): string {
     throw new Error(`"${raw}" is not a bare origin (scheme://host[:port])`);
   }
   return url.origin;
+}
+
+function parseSeconds(raw: string): number {
+  const seconds = Number(raw);
+  if (!/^\d+(\.\d+)?$/.test(raw) || seconds <= 0 || seconds > 86_400) throw new Error('expected a number of seconds above 0, at most 86400');
+  return seconds;
 }
 
 function parseSecret(raw: string): string {

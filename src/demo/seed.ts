@@ -118,6 +118,8 @@ const steps: readonly SeedStep[] = [seedAgents, seedAllowlist, seedReports];
  * agents survive a reset, the others go with their agent (on delete cascade).
  */
 export const RESET_TABLES: readonly { table: string; where?: string }[] = [
+  { table: 'discipline_deliveries' },
+  { table: 'punishments' },
   { table: 'report_actions' },
   { table: 'contact_messages' },
   { table: 'contact_threads' },

@@ -23,6 +23,8 @@ export interface Environment {
   readonly reportPages: ChangeCache<string>;
   /** Audit log answers, cleared whenever the event log changes. */
   readonly auditPages: ChangeCache<EventSearchResult>;
+  /** Claimed queue items older than this are swept back (QUEUE_STALE_TIMEOUT_SECONDS). */
+  readonly staleTimeoutMs: number;
 }
 
 export const REPORTS_CHANNEL = 'cms_reports_changed';
@@ -170,6 +172,7 @@ export class Environments {
       sessions,
       reportPages,
       auditPages,
+      staleTimeoutMs: this.config.queueStaleTimeoutMs,
     });
     this.options.log.info({ environment: name, store: db.kind }, 'environment ready');
   }

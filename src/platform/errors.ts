@@ -23,6 +23,12 @@ export const errors = {
   notFound: (what: string) => new AppError(404, `${what} not found`, 'NOT_FOUND'),
   routeNotFound: (method: string, url: string) => new AppError(404, `Route ${method} ${url} not found`, 'NOT_FOUND'),
   conflict: (message: string, code = 'CONFLICT') => new AppError(409, message, code),
+  actionNotFound: (id: number | string) => new AppError(404, `Queue action ${id} not found`, 'ACTION_NOT_FOUND'),
+  actionAlreadyCompleted: (id: number | string, status: string) =>
+    new AppError(409, `Queue action ${id} is already completed (status ${status})`, 'ACTION_ALREADY_COMPLETED'),
+  deliveryNotFound: (id: number | string) => new AppError(404, `Discipline item ${id} not found`, 'DISCIPLINE_NOT_FOUND'),
+  disciplineAlreadyCompleted: (id: number | string, status: string) =>
+    new AppError(409, `Discipline item ${id} is already completed (status ${status})`, 'DISCIPLINE_ALREADY_COMPLETED'),
   unknownHost: () =>
     new AppError(421, 'This host is not served here: it resolves to no environment', 'UNKNOWN_HOST'),
   payloadTooLarge: () => new AppError(413, 'Request body is larger than 1 MiB', 'PAYLOAD_TOO_LARGE'),

@@ -18,6 +18,8 @@ export type EventType =
   | 'punishment.issued'
   | 'punishment.updated'
   | 'punishment.revoked'
+  /** Beyond the spec's table: the expiry sweep (docs/decisions.md). */
+  | 'punishment.expired'
   | 'delivery.completed'
   | 'delivery.failed'
   | 'delivery.requeued'

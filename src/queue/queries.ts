@@ -1,6 +1,6 @@
 // The report action queue (spec: Report action queues): rows are enqueued inside the transaction
 // of the change that asks the bot to act, so a rolled-back change never reaches the bot.
-import type { Tx } from '../platform/db/types.js';
+import type { Queryable, Tx } from '../platform/db/types.js';
 
 export const ACTION_KINDS = ['claim', 'investigate', 'validate', 'invalidate', 'contact_reporter', 'contact_message', 'contact_closed'] as const;
 export type ActionKind = (typeof ACTION_KINDS)[number];
@@ -39,4 +39,110 @@ export async function enqueueReportAction(tx: Tx, action: NewReportAction): Prom
     [action.reportId, action.kind, action.queue, JSON.stringify(action.payload ?? {}), action.requestedBy ?? null],
   );
   return rows[0]!;
+}
+
+/** What the bot needs of the report an action is about (spec: "joined with report basics"). */
+export interface ReportBasics {
+  report_id: string;
+  status: string;
+  reporter: string;
+  reported: string;
+  reporter_name: string | null;
+  reported_name: string | null;
+  reason: string;
+  assigned_agent: string | null;
+  is_supervisor: boolean;
+  thread_id: string | null;
+}
+
+export interface QueuedAction extends ReportActionRow {
+  /** Null only when the report was deleted while the action waited (its rows cascade away then). */
+  report: ReportBasics | null;
+}
+
+const WITH_REPORT = `
+  select a.*, case when r.report_id is null then null else jsonb_build_object(
+    'report_id', r.report_id, 'status', r.status, 'reporter', r.reporter, 'reported', r.reported,
+    'reporter_name', r.reporter_name, 'reported_name', r.reported_name, 'reason', r.reason,
+    'assigned_agent', r.assigned_agent, 'is_supervisor', r.is_supervisor, 'thread_id', r.thread_id) end as report`;
+
+/**
+ * Claims the oldest pending action (of one queue, or of both) in one statement: rows another
+ * claimer holds are skipped, so concurrent pickups never hand out the same action.
+ */
+export async function claimNextAction(db: Queryable, queue: QueueName | undefined): Promise<QueuedAction | undefined> {
+  const { rows } = await db.query<QueuedAction>(
+    `with claimed as (
+       update report_actions set status = 'processing', attempts = attempts + 1, claimed_at = now(), updated_at = now()
+       where action_id = (
+         select action_id from report_actions
+         where status = 'pending'${queue ? ' and queue = $1::text' : ''}
+         order by created_at, action_id limit 1
+         for update skip locked)
+       returning *)
+     ${WITH_REPORT} from claimed a left join reports r on r.report_id = a.report_id`,
+    queue ? [queue] : [],
+  );
+  return rows[0];
+}
+
+export const TERMINAL_ACTION_STATUSES: ReadonlySet<ReportActionRow['status']> = new Set(['success', 'failed', 'cancelled']);
+
+export async function lockAction(tx: Tx, actionId: number): Promise<ReportActionRow | undefined> {
+  const { rows } = await tx.query<ReportActionRow>('select * from report_actions where action_id = $1::bigint for update', [actionId]);
+  return rows[0];
+}
+
+/** The terminal move of a locked action; `note` is kept as result_note, and as last_error on failure. */
+export async function finishAction(tx: Tx, actionId: number, result: 'success' | 'failed', note: string | null): Promise<ReportActionRow> {
+  const { rows } = await tx.query<ReportActionRow>(
+    `update report_actions set status = $2::text, result_note = $3::text,
+       last_error = case when $2::text = 'failed' then $3::text else last_error end,
+       completed_at = now(), updated_at = now()
+     where action_id = $1::bigint returning *`,
+    [actionId, result, note],
+  );
+  return rows[0]!;
+}
+
+/** Failed back to pending with a fresh retry budget. */
+export async function requeueAction(tx: Tx, actionId: number): Promise<ReportActionRow> {
+  const { rows } = await tx.query<ReportActionRow>(
+    `update report_actions set status = 'pending', attempts = 0, claimed_at = null, completed_at = null, updated_at = now()
+     where action_id = $1::bigint returning *`,
+    [actionId],
+  );
+  return rows[0]!;
+}
+
+export async function actionWithReport(db: Queryable, actionId: number): Promise<QueuedAction | undefined> {
+  const { rows } = await db.query<QueuedAction>(
+    `${WITH_REPORT} from report_actions a left join reports r on r.report_id = a.report_id where a.action_id = $1::bigint`,
+    [actionId],
+  );
+  return rows[0];
+}
+
+export const ACTION_STATUSES = ['pending', 'processing', 'success', 'failed', 'cancelled'] as const;
+
+/**
+ * Actions in the given statuses, oldest first (queue order), with their report basics, and how
+ * many match in all. `queue` undefined means both queues.
+ */
+export async function listActions(
+  db: Queryable,
+  options: { queue?: QueueName; statuses: readonly string[]; limit: number; offset?: number },
+): Promise<{ count: number; actions: QueuedAction[] }> {
+  const where = `a.status = any($1::text[])${options.queue ? ' and a.queue = $4::text' : ''}`;
+  const values: unknown[] = [options.statuses, options.limit, options.offset ?? 0];
+  if (options.queue) values.push(options.queue);
+  const [page, total] = await Promise.all([
+    db.query<QueuedAction>(
+      `${WITH_REPORT} from report_actions a left join reports r on r.report_id = a.report_id
+       where ${where} order by a.created_at, a.action_id limit $2::int offset $3::int`,
+      values,
+    ),
+    db.query<{ count: number }>(`select count(*)::int as count from report_actions a where ${where.replace(/\$4/g, '$2')}`, options.queue ? [options.statuses, options.queue] : [options.statuses]),
+  ]);
+  return { count: total.rows[0]!.count, actions: page.rows };
 }
