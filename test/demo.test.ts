@@ -126,6 +126,30 @@ describe(`the demo reports on ${storeName}`, () => {
   });
 });
 
+describe(`the demo punishments and bot queues on ${storeName}`, () => {
+  const distinct = async (sql: string) => (await demo.query<{ v: string }>(sql)).rows.map((r) => r.v);
+
+  it('cover every punishment status and every queue state and kind, and seed again to the same rows', async () => {
+    await demo.transaction(seedDemo);
+    expect(await distinct('select distinct status as v from punishments order by 1')).toEqual(['Active', 'Appealed', 'Expired', 'Revoked']);
+    expect(await distinct('select distinct status as v from discipline_deliveries order by 1')).toEqual(['cancelled', 'failed', 'pending', 'processing', 'success']);
+    expect(await distinct('select distinct kind as v from discipline_deliveries order by 1')).toEqual(['expire', 'issue', 'revoke', 'user_lookup']);
+    expect(await distinct('select distinct status as v from report_actions order by 1')).toEqual(['cancelled', 'failed', 'pending', 'processing', 'success']);
+    expect(await distinct('select distinct queue as v from report_actions order by 1')).toEqual(['operator', 'supervisor']);
+    // A paced retry waits; the punishment whose user has no profile has a lookup waiting.
+    expect(await distinct(`select punishment_id as v from discipline_deliveries where status = 'pending' and available_at > now()`)).toEqual(['NO1WL5']);
+    expect(await distinct(`select d.user_id as v from discipline_deliveries d where kind = 'user_lookup' and not exists (select 1 from chat_profiles c where c.chat_id = d.user_id)`)).toEqual(['887766554433221100']);
+    // Nothing seeded is due for expiry: the expired one already is, the others expire in the future.
+    expect(await distinct(`select punishment_id as v from punishments where status in ('Active', 'Appealed') and expires_at <= now()`)).toEqual([]);
+    const snapshot = 'select punishment_id, status, (select count(*)::int from discipline_deliveries d where d.punishment_id = p.punishment_id) as n from punishments p order by 1';
+    const before = (await demo.query(snapshot)).rows;
+    await demo.transaction(seedDemo);
+    expect((await demo.query(snapshot)).rows).toEqual(before);
+    expect(await count(demo, 'report_actions')).toBe(7);
+    expect((await demo.query(`select 1 from discipline_deliveries where kind = 'user_lookup'`)).rowCount).toBe(1);
+  });
+});
+
 describe('POST /demo/reset', () => {
   let token: string;
   let seededAgents: unknown[];

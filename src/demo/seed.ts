@@ -2,6 +2,7 @@
 // writing one part of the organisation inside the caller's transaction; later parts (reports,
 // punishments, scenarios) are added as steps here, and their tables to RESET_TABLES below.
 import type { Db, Tx } from '../platform/db/types.js';
+import { seedQueues } from './seed-queues.js';
 import { seedReports } from './seed-reports.js';
 
 /** Rows written per table by one seed run, e.g. `{agents: 13, admin_allowlist: 4}`. */
@@ -109,7 +110,7 @@ async function seedAllowlist(tx: Tx): Promise<SeedCounts> {
   return { admin_allowlist: rowCount };
 }
 
-const steps: readonly SeedStep[] = [seedAgents, seedAllowlist, seedReports];
+const steps: readonly SeedStep[] = [seedAgents, seedAllowlist, seedReports, seedQueues];
 
 /**
  * Every table of demo data, children before parents (a delete never trips a foreign key). A new

@@ -1,52 +1,15 @@
 // The built service as a real process: request ids in structured logs, a malformed config
 // stopping the boot, and a graceful SIGTERM that lets an in-flight request finish.
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { freePort, startService, type Service } from '../helpers/service-process.js';
 import { createTestDatabase, onPostgres, storeName, type TestDatabase } from '../helpers/stores.js';
 
-const SERVER = join(import.meta.dirname, '../../dist/src/server.js');
 const KEY = 'lifecycle-production-key-000000';
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-interface Service {
-  child: ChildProcessWithoutNullStreams;
-  port: number;
-  logs: string[];
-  exited: Promise<number | null>;
-}
-
-function start(env: Record<string, string>): Service & { ready: Promise<void> } {
-  const child = spawn(process.execPath, [SERVER], { env: { PATH: process.env.PATH, ...env } });
-  const logs: string[] = [];
-  let buffer = '';
-  const ready = new Promise<void>((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      buffer += chunk.toString();
-      const lines = buffer.split('\n');
-      buffer = lines.pop()!;
-      logs.push(...lines);
-      if (lines.some((l) => l.includes('Server listening'))) resolve();
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.on('exit', (code) => reject(new Error(`exited with ${code}: ${logs.join('\n')}`)));
-  });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, port: Number(env.PORT), logs, exited, ready };
-}
 
 describe(`the service process on ${storeName}`, () => {
   let dataDir: string;
@@ -63,7 +26,7 @@ describe(`the service process on ${storeName}`, () => {
         env[`${name}_DATABASE_URL`] = db.url!;
       }
     }
-    const started = start(env);
+    const started = startService(env);
     await started.ready;
     service = started;
   }, 60_000);
@@ -125,7 +88,7 @@ describe(`the service process on ${storeName}`, () => {
 
 describe('a malformed configuration', () => {
   it('stops the boot with a message naming each bad variable', async () => {
-    const service = start({ PORT: 'eighty', PRODUCTION_DATABASE_URL: 'mysql://x', DATA_DIR: ':memory:' });
+    const service = startService({ PORT: 'eighty', PRODUCTION_DATABASE_URL: 'mysql://x', DATA_DIR: ':memory:' });
     service.ready.catch(() => undefined);
     expect(await service.exited).toBe(1);
     const output = service.logs.join('\n');

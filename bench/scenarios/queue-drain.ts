@@ -1,0 +1,161 @@
+// Queue throughput and exactly-once at full size (issue 5). 32 bot workers drain 20,000 report
+// actions through `next` + `complete` over HTTP, against the same SQL in 32 raw loops through the
+// same driver, in the same run. On PostgreSQL two instances share the database, and two more
+// drains of 20,000 actions and 20,000 deliveries kill one instance with SIGKILL a third of the way
+// in: its orphaned claims come back through the stale sweep. Every drain is checked exactly once.
+// On PGlite (one process per folder) one instance drains, and the raw loop runs on a PGlite of its own.
+import { join } from 'node:path';
+import { migrate } from '../../src/platform/db/migrate.js';
+import { openPglite } from '../../src/platform/db/pglite.js';
+import { openPostgres } from '../../src/platform/db/postgres.js';
+import type { Db } from '../../src/platform/db/types.js';
+import { drainQueue, exactlyOnceProblems, killPartWay, type FleetQueue, type FleetResult } from '../lib/bot-fleet.js';
+import { countAsOurs } from '../lib/machine.js';
+import { createBenchDatabases } from '../lib/pg.js';
+import { settle, stop, type Child } from '../lib/proc.js';
+import { seedActions, seedDeliveries } from '../lib/queue-seed.js';
+import { percentile, rawDrainActions } from '../lib/raw-drain.js';
+import { API_KEY, freshDataDir, startService } from '../lib/service.js';
+import type { Context, ResultLine, Scenario } from '../types.js';
+
+const ITEMS = 20_000;
+const WARMUP_ITEMS = 2_000;
+const WORKERS = 32;
+const STALE_SECONDS = 3;
+const GOAL = { postgres: 0.6, pglite: 0.5 };
+const CLAIM_P99_GOAL_MS = 20;
+
+const rate = (completed: number, ms: number) => completed / (ms / 1000);
+
+function assertExactlyOnce(label: string, result: FleetResult, ids: number[]): void {
+  const problems = exactlyOnceProblems(result, ids);
+  if (problems.length) throw new Error(`${label}: ${problems.join('; ')}`);
+}
+
+/** The database agrees: every item success, one completion event each. */
+async function assertStored(db: Db, queue: FleetQueue, ids: number[]): Promise<void> {
+  const [table, id, event] = queue === 'actions' ? ['report_actions', 'action_id', 'queue.action_completed'] : ['discipline_deliveries', 'item_id', 'delivery.completed'];
+  const { rows } = await db.query<{ done: number; events: number; distinct_events: number }>(
+    `select (select count(*)::int from ${table} where ${id} = any($1::bigint[]) and status = 'success') as done,
+            (select count(*)::int from events where type = $2::text and (data->>'${id}')::bigint = any($1::bigint[])) as events,
+            (select count(distinct data->>'${id}')::int from events where type = $2::text and (data->>'${id}')::bigint = any($1::bigint[])) as distinct_events`,
+    [ids, event],
+  );
+  const r = rows[0]!;
+  if (r.done !== ids.length || r.events !== ids.length || r.distinct_events !== ids.length) {
+    throw new Error(`${queue}: database has ${r.done} done, ${r.events} completion events (${r.distinct_events} distinct) for ${ids.length} items`);
+  }
+}
+
+async function httpDrain(ctx: Context, db: Db, instances: Child[], count: number): Promise<FleetResult> {
+  const ids = await seedActions(db, count, `HTTP${count}`);
+  const result = await drainQueue({ instances: instances.map((c) => c.url), apiKey: API_KEY, queue: 'actions', workers: WORKERS, total: ids.length, deadlineMs: 600_000 });
+  assertExactlyOnce('HTTP drain', result, ids);
+  await assertStored(db, 'actions', ids);
+  ctx.log(`    HTTP: ${ids.length} actions in ${(result.elapsedMs / 1000).toFixed(1)} s over ${instances.length} instance(s)`);
+  return result;
+}
+
+async function rawDrain(ctx: Context, db: Db, count: number) {
+  await seedActions(db, count, `RAW${count}`);
+  const result = await rawDrainActions(db, WORKERS, count, STALE_SECONDS * 1000);
+  ctx.log(`    raw: ${result.completed} actions in ${(result.elapsedMs / 1000).toFixed(1)} s`);
+  return result;
+}
+
+function throughputLines(ctx: Context, http: FleetResult, raw: { completed: number; elapsedMs: number }): ResultLine[] {
+  const httpRate = rate(http.completed.size, http.elapsedMs);
+  const rawRate = rate(raw.completed, raw.elapsedMs);
+  const ratio = ctx.ratio(httpRate, rawRate);
+  const p99 = percentile(http.claimLatencies, 0.99);
+  const goal = GOAL[ctx.store];
+  return [
+    ctx.line(`drain ratio HTTP/raw (${WORKERS} workers)`, ratio, 'ratio', { text: `>= ${goal}`, ok: ratio >= goal }),
+    ctx.line('HTTP actions completed/s', httpRate, 'items/s'),
+    ctx.line('raw actions completed/s', rawRate, 'items/s'),
+    ctx.line('claim (GET /actions/next) p99', p99, 'ms', ctx.store === 'postgres' ? { text: `< ${CLAIM_P99_GOAL_MS}`, ok: p99 < CLAIM_P99_GOAL_MS } : undefined),
+    ctx.line('claim p50', percentile(http.claimLatencies, 0.5), 'ms'),
+  ];
+}
+
+async function onPostgres(ctx: Context, pgUrl: string): Promise<ResultLine[]> {
+  const dbs = await createBenchDatabases(pgUrl);
+  countAsOurs('postgres');
+  const db = openPostgres({ connectionString: dbs.productionUrl, max: 20 });
+  const children: Child[] = [];
+  const spawn = async () => {
+    const { child } = await startService({ dataDir: freshDataDir(), ...dbs, extraEnv: { QUEUE_STALE_TIMEOUT_SECONDS: String(STALE_SECONDS) } });
+    children.push(child);
+    return child;
+  };
+  try {
+    await migrate(db);
+    const instances = [await spawn(), await spawn()];
+    for (const child of instances) await settle(child);
+    await httpDrain(ctx, db, instances, WARMUP_ITEMS);
+    await rawDrain(ctx, db, WARMUP_ITEMS);
+    const raw = await rawDrain(ctx, db, ITEMS);
+    const http = await httpDrain(ctx, db, instances, ITEMS);
+    const lines = throughputLines(ctx, http, raw);
+
+    // The kill runs: the first instance survives, a fresh second one is killed each time.
+    await stop(instances[1]!);
+    for (const queue of ['actions', 'discipline'] as const) {
+      const ids = queue === 'actions' ? await seedActions(db, ITEMS, 'KILL') : await seedDeliveries(db, ITEMS);
+      const doomed = await spawn();
+      const exited = new Promise((resolve) => doomed.proc.once('exit', resolve));
+      const plan = killPartWay({ queue, url: doomed.url, apiKey: API_KEY, at: ids.length / 3, kill: () => doomed.proc.kill('SIGKILL') });
+      const result = await drainQueue({ instances: [instances[0]!.url, doomed.url], apiKey: API_KEY, queue, workers: WORKERS, total: ids.length, deadlineMs: 600_000, onCompleted: plan.onCompleted });
+      await exited;
+      assertExactlyOnce(`${queue} drain with a kill`, result, ids);
+      await assertStored(db, queue, ids);
+      ctx.log(`    ${queue} with SIGKILL at ${Math.round(ids.length / 3)}: ${ids.length} completed exactly once in ${(result.elapsedMs / 1000).toFixed(1)} s; ` +
+        `${plan.orphaned.length} orphaned claims swept back, ${result.connectionErrors} connection errors, ${result.alreadyCompleted} completions answered 409 after a lost answer`);
+      lines.push(ctx.line(`${queue}: ${ITEMS} drained exactly once through a SIGKILL`, result.completed.size, 'items', { text: `= ${ITEMS}`, ok: result.completed.size === ITEMS }));
+    }
+    return lines;
+  } finally {
+    for (const child of children) await stop(child);
+    await db.close();
+  }
+}
+
+async function onPglite(ctx: Context): Promise<ResultLine[]> {
+  const dataDir = freshDataDir();
+  // The service's folder is filled before it starts (one process per folder).
+  const folder = await openPglite({ dataDir: join(dataDir, 'production') });
+  let ids: number[];
+  try {
+    await migrate(folder);
+    ids = await seedActions(folder, WARMUP_ITEMS + ITEMS, 'HTTP');
+  } finally {
+    await folder.close();
+  }
+  const { child } = await startService({ dataDir, extraEnv: { QUEUE_STALE_TIMEOUT_SECONDS: String(STALE_SECONDS) } });
+  const own = await openPglite();
+  try {
+    await settle(child);
+    await migrate(own);
+    const fleet = (total: number) => drainQueue({ instances: [child.url], apiKey: API_KEY, queue: 'actions', workers: WORKERS, total, deadlineMs: 600_000 });
+    const warm = await fleet(WARMUP_ITEMS);
+    await rawDrain(ctx, own, WARMUP_ITEMS);
+    const raw = await rawDrain(ctx, own, ITEMS);
+    // A worker finishes what it claimed, so the warm-up may have done a few more than asked.
+    const http = await fleet(ids.length - warm.completed.size);
+    const handed = new Map(warm.handouts);
+    for (const [id, n] of http.handouts) handed.set(id, (handed.get(id) ?? 0) + n);
+    assertExactlyOnce('HTTP drain', { ...http, handouts: handed, completed: new Set([...warm.completed, ...http.completed]) }, ids);
+    ctx.log(`    HTTP: ${ITEMS} actions in ${(http.elapsedMs / 1000).toFixed(1)} s`);
+    return throughputLines(ctx, http, raw);
+  } finally {
+    await stop(child);
+    await own.close();
+  }
+}
+
+export const queueDrain: Scenario = {
+  name: 'queue-drain',
+  description: `${WORKERS} bot workers drain ${ITEMS} actions (next + complete) vs the raw SQL loop; exactly once through a SIGKILL (PostgreSQL)`,
+  needs: [],
+  run: (ctx) => (ctx.options.pg ? onPostgres(ctx, ctx.options.pg) : onPglite(ctx)),
+};
