@@ -22,6 +22,7 @@ describe('parseConfig', () => {
       demoAllowedChatIds: [],
       gameRelayUrls: [],
       gameServerKey: undefined,
+      queueStaleTimeoutMs: 600_000,
     });
     expect(config.environments.production).toEqual({
       name: 'production',
@@ -64,6 +65,7 @@ describe('parseConfig', () => {
       GAME_SERVER_KEY: 'game',
       LOG_LEVEL: 'WARN',
       TRUST_PROXY: 'true',
+      QUEUE_STALE_TIMEOUT_SECONDS: '2.5',
     });
     expect(config.port).toBe(8080);
     expect(config.environments.production.hosts).toEqual(['api.example.org', 'cases.example.org']);
@@ -85,6 +87,7 @@ describe('parseConfig', () => {
     expect(config.gameRelayUrls).toEqual(['https://relay-a.example.org', 'https://relay-b.example.org']);
     expect(config.logLevel).toBe('warn');
     expect(config.trustProxy).toBe(true);
+    expect(config.queueStaleTimeoutMs).toBe(2500);
   });
 
   it('leaves OAuth unconfigured (not an error) while any of its three values is missing', () => {
@@ -103,6 +106,9 @@ describe('parseConfig', () => {
     [{ DEMO_ALLOWED_CHAT_IDS: '123,abc' }, 'DEMO_ALLOWED_CHAT_IDS: "abc" is not a chat id'],
     [{ GAME_RELAY_URLS: 'relay.example.org' }, 'GAME_RELAY_URLS: expected an http(s) URL'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL: expected one of fatal, error, warn, info, debug, trace, silent'],
+    [{ QUEUE_STALE_TIMEOUT_SECONDS: '0' }, 'QUEUE_STALE_TIMEOUT_SECONDS: expected a number of seconds above 0, at most 86400'],
+    [{ QUEUE_STALE_TIMEOUT_SECONDS: '-5' }, 'QUEUE_STALE_TIMEOUT_SECONDS: expected a number of seconds above 0'],
+    [{ QUEUE_STALE_TIMEOUT_SECONDS: '10m' }, 'QUEUE_STALE_TIMEOUT_SECONDS: expected a number of seconds above 0'],
     [{ TRUST_PROXY: 'maybe' }, 'TRUST_PROXY: expected true, false, or a list of proxy addresses/CIDRs'],
     [{ PRODUCTION_HOSTS: 'a.example.org', DEMO_HOSTS: 'A.example.org' }, 'PRODUCTION_HOSTS, DEMO_HOSTS: a.example.org listed in both'],
     [{ PRODUCTION_API_KEY: 'same', DEMO_API_KEY: 'same' }, 'PRODUCTION_API_KEY, DEMO_API_KEY: each environment needs its own key'],
