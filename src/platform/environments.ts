@@ -23,12 +23,15 @@ export interface Environment {
   readonly reportPages: ChangeCache<string>;
   /** Audit log answers, cleared whenever the event log changes. */
   readonly auditPages: ChangeCache<EventSearchResult>;
+  /** Bot queues known to have nothing to hand out, and until when (see queue/idle.ts). */
+  readonly idleQueues: ChangeCache<true>;
   /** Claimed queue items older than this are swept back (QUEUE_STALE_TIMEOUT_SECONDS). */
   readonly staleTimeoutMs: number;
 }
 
 export const REPORTS_CHANNEL = 'cms_reports_changed';
 export const EVENTS_CHANNEL = 'cms_events_changed';
+export const QUEUE_CHANNEL = 'cms_queue_changed';
 
 /** A cache that is live while its channel is heard and cleared by every notification on it. */
 function clearedBy(db: Db, channel: string, cache: ChangeCache<unknown>) {
@@ -145,6 +148,7 @@ export class Environments {
     const sessions = new SessionCache();
     const reportPages = new ChangeCache<string>();
     const auditPages = new ChangeCache<EventSearchResult>();
+    const idleQueues = new ChangeCache<true>(10_000);
     let db: Db | undefined;
     try {
       db = await this.options.openDb(envConfig);
@@ -157,6 +161,7 @@ export class Environments {
       });
       await clearedBy(db, REPORTS_CHANNEL, reportPages);
       await clearedBy(db, EVENTS_CHANNEL, auditPages);
+      await clearedBy(db, QUEUE_CHANNEL, idleQueues);
     } catch (err) {
       await db?.close().catch(() => undefined);
       if (!isUnreachable(err)) throw err;
@@ -168,10 +173,12 @@ export class Environments {
     this.ready.set(name, { name, config: envConfig, db: clearingOnCommit(db, () => {
         reportPages.clear();
         auditPages.clear();
+        idleQueues.clear();
       }),
       sessions,
       reportPages,
       auditPages,
+      idleQueues,
       staleTimeoutMs: this.config.queueStaleTimeoutMs,
     });
     this.options.log.info({ environment: name, store: db.kind }, 'environment ready');

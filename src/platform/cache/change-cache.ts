@@ -31,10 +31,11 @@ export class ChangeCache<V> {
     return undefined;
   }
 
-  store(key: string, value: V, mark: number, now = Date.now()): void {
+  /** Keeps `value` for at most `ttlMs` (the cache's own lifetime by default). */
+  store(key: string, value: V, mark: number, now = Date.now(), ttlMs = this.ttlMs): void {
     if (!this.live || mark !== this.generation) return;
     if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
-    this.entries.set(key, { value, until: now + this.ttlMs });
+    this.entries.set(key, { value, until: now + Math.min(ttlMs, this.ttlMs) });
   }
 
   clear(): void {
