@@ -184,18 +184,20 @@ const EXPIRY_BATCH = 500;
 
 /**
  * Expires every punishment in force whose expires_at has passed, in one statement: the status,
- * a `punishment.expired` event and the `expire` delivery that lifts it on the chat platform. Rows
- * are taken with `for update skip locked` and moved only from a status in force, and the delivery
- * is unique per punishment and kind, so any number of instances may run this at once and each
- * punishment expires exactly once. Returns the expired ids.
+ * a `punishment.expired` event and the `expire` delivery that lifts it on the chat platform. Any
+ * number of instances may run this at once and each punishment expires exactly once: rows are
+ * locked in one order (no deadlock), a row another sweep holds is waited for and then re-checked
+ * (PostgreSQL re-evaluates the condition on the committed version, so it drops out), and the
+ * delivery is unique per punishment and kind. Waiting rather than skipping is what lets a reader
+ * that sweeps first never see a punishment in force past its expiry. Returns the expired ids.
  */
 export async function expireDuePunishments(db: Queryable, correlationId: string): Promise<string[]> {
   const { rows } = await db.query<{ punishment_id: string }>(
     `with due as (
        select punishment_id, status as status_before from punishments
        where status in ('Active', 'Appealed') and expires_at <= now()
-       order by expires_at limit ${EXPIRY_BATCH}
-       for update skip locked
+       order by expires_at, punishment_id limit ${EXPIRY_BATCH}
+       for update
      ), expired as (
        update punishments p set status = 'Expired', expired_at = now(), updated_at = now()
        from due where p.punishment_id = due.punishment_id and p.status in ('Active', 'Appealed')
@@ -206,14 +208,15 @@ export async function expireDuePunishments(db: Queryable, correlationId: string)
        on conflict (punishment_id, kind) where punishment_id is not null do nothing
        returning item_id, punishment_id
      ), logged as (
-       insert into events (type, actor_kind, report_id, before, after, data, correlation_id)
+       insert into events (type, actor_kind, report_id, before, after, data, correlation_id, is_supervisor)
        select 'punishment.expired', 'system', e.report_id,
               jsonb_build_object('status', e.status_before),
               jsonb_build_object('status', e.status, 'expired_at', iso_utc(e.expired_at)),
               jsonb_build_object('punishment_id', e.punishment_id, 'user_id', e.user_id, 'expires_at', iso_utc(e.expires_at),
                                  'delivery_item_id', d.item_id),
-              $1::text
+              $1::text, coalesce(r.is_supervisor, false)
        from expired e left join delivered d on d.punishment_id = e.punishment_id
+       left join reports r on r.report_id = e.report_id
      )
      select punishment_id from expired order by punishment_id`,
     [correlationId],

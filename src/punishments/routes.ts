@@ -1,3 +1,152 @@
+// Punishment routes (spec: Punishments and discipline; Authentication 2-3: browser sessions only,
+// the API key gets 403). Every handler first runs the expiry sweep, so no reader ever sees a
+// punishment in force past its expires_at. The writes themselves are in writes.ts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { AppError, errors } from '../platform/errors.js';
+import { COMMON_ERRORS, errorResponses } from '../platform/http/schemas.js';
+import { countPunishments, findStoredProfile } from './changes.js';
+import { expirePunishments } from './expiry.js';
+import { listPunishments, loadPunishment, type Punishment } from './queries.js';
+import {
+  CreatePunishmentBody,
+  ListQuery,
+  ProfileParams,
+  ProfileResult,
+  PunishmentList,
+  PunishmentParams,
+  PunishmentResult,
+  RevokeBody,
+  SERVER_MANAGED_FIELDS,
+  UpdatePunishmentBody,
+} from './schemas.js';
+import { assertUpdateBody, issuePunishment, punishmentNotFound, revokeExisting, updatePunishment } from './writes.js';
 
-export const punishmentRoutes: FastifyPluginAsyncTypebox = async () => {};
+const tags = ['Punishments'];
+
+/**
+ * Runs before body validation: a server-managed field is named as such rather than as unknown, and
+ * a missing body reads as an empty one, so its first missing field is named ("body.reason is required").
+ */
+async function prepareBody(request: FastifyRequest): Promise<void> {
+  if (request.body === undefined || request.body === null) request.body = {} as never;
+  const body = request.body;
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return;
+  const field = SERVER_MANAGED_FIELDS.find((f) => Object.hasOwn(body, f));
+  if (field !== undefined) throw errors.validation(`body.${field} is server-managed and cannot be set`);
+}
+
+/** Read after the commit, on the pool; a punishment is never deleted, so it is there. */
+async function punishment(request: FastifyRequest, id: string): Promise<Punishment> {
+  const found = await loadPunishment(request.environment.db, id);
+  if (!found) throw punishmentNotFound(id);
+  return found;
+}
+
+const sweep = (request: FastifyRequest) => expirePunishments(request.environment, request.id);
+
+export const punishmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.post(
+    '/punishments',
+    {
+      config: { auth: 'session', permission: 'manage_punishments' },
+      preValidation: prepareBody,
+      schema: {
+        tags,
+        summary: 'Issue a punishment: row, audit, punishment.issued event and the issue delivery (plus a user_lookup when no profile is stored)',
+        body: CreatePunishmentBody,
+        response: { 201: PunishmentResult, ...errorResponses(400, 409, 415, ...COMMON_ERRORS) },
+      },
+    },
+    async (request, reply) => {
+      await sweep(request);
+      const id = await issuePunishment(request, request.body);
+      return reply.code(201).send({ success: true as const, punishment: await punishment(request, id) });
+    },
+  );
+
+  app.get(
+    '/punishments',
+    {
+      config: { auth: 'session', permission: 'view_punishments' },
+      schema: { tags, summary: 'Punishments, newest first, with the total matching', querystring: ListQuery, response: { 200: PunishmentList, ...errorResponses(400, ...COMMON_ERRORS) } },
+    },
+    async (request) => {
+      await sweep(request);
+      const db = request.environment.db;
+      const { user_id, status, limit, offset } = request.query;
+      const filter = { ...(user_id !== undefined ? { user_id } : {}), ...(status !== undefined ? { status } : {}) };
+      const [count, punishments] = await Promise.all([countPunishments(db, filter), listPunishments(db, { ...filter, limit, offset })]);
+      return { success: true as const, count, punishments };
+    },
+  );
+
+  app.get(
+    '/punishments/:punishment_id',
+    {
+      config: { auth: 'session', permission: 'view_punishments' },
+      schema: { tags, summary: 'One punishment with its delivery state and stored profile', params: PunishmentParams, response: { 200: PunishmentResult, ...errorResponses(400, 404, ...COMMON_ERRORS) } },
+    },
+    async (request) => {
+      await sweep(request);
+      return { success: true as const, punishment: await punishment(request, request.params.punishment_id) };
+    },
+  );
+
+  app.patch(
+    '/punishments/:punishment_id',
+    {
+      config: { auth: 'session', permission: 'manage_punishments' },
+      preValidation: prepareBody,
+      schema: {
+        tags,
+        summary: 'Change a punishment in force, with an audit reason; revoking has its own route',
+        params: PunishmentParams,
+        body: UpdatePunishmentBody,
+        response: { 200: PunishmentResult, ...errorResponses(400, 404, 409, 415, ...COMMON_ERRORS) },
+      },
+    },
+    async (request) => {
+      const id = request.params.punishment_id;
+      assertUpdateBody(id, request.body);
+      await sweep(request);
+      // An expires_at moved into the past (a shorter duration) expires at once.
+      if (await updatePunishment(request, id, request.body)) await sweep(request);
+      return { success: true as const, punishment: await punishment(request, id) };
+    },
+  );
+
+  app.post(
+    '/punishments/:punishment_id/revoke',
+    {
+      config: { auth: 'session', permission: 'manage_punishments' },
+      preValidation: prepareBody,
+      schema: {
+        tags,
+        summary: 'Revoke a punishment in force: audit, punishment.revoked event and the revoke delivery',
+        params: PunishmentParams,
+        body: RevokeBody,
+        response: { 200: PunishmentResult, ...errorResponses(400, 404, 409, 415, ...COMMON_ERRORS) },
+      },
+    },
+    async (request) => {
+      await sweep(request);
+      const revoked = await revokeExisting(request, request.params.punishment_id, request.body.reason);
+      return { success: true as const, punishment: await punishment(request, revoked.punishment_id) };
+    },
+  );
+
+  app.get(
+    '/punishments/users/:chat_id/profile',
+    {
+      config: { auth: 'session', permission: 'view_punishments' },
+      schema: { tags, summary: "The user's stored chat profile snapshot", params: ProfileParams, response: { 200: ProfileResult, ...errorResponses(400, 404, ...COMMON_ERRORS) } },
+    },
+    async (request) => {
+      await sweep(request);
+      const profile = await findStoredProfile(request.environment.db, request.params.chat_id);
+      if (!profile) throw new AppError(404, `No stored profile for user ${request.params.chat_id}`, 'PROFILE_NOT_FOUND');
+      return { success: true as const, profile };
+    },
+  );
+};

@@ -97,7 +97,7 @@ export async function lockAction(tx: Tx, actionId: number): Promise<ReportAction
 export async function finishAction(tx: Tx, actionId: number, result: 'success' | 'failed', note: string | null): Promise<ReportActionRow> {
   const { rows } = await tx.query<ReportActionRow>(
     `update report_actions set status = $2::text, result_note = $3::text,
-       last_error = case when $2::text = 'failed' then $3::text else last_error end,
+       last_error = case when $2::text = 'failed' then coalesce($3::text, last_error) else last_error end,
        completed_at = now(), updated_at = now()
      where action_id = $1::bigint returning *`,
     [actionId, result, note],

@@ -1,3 +1,202 @@
+// The bot's report action queues (spec: Report action queues; States and transitions, Report queue
+// action). Pickup is one claiming statement after the stale sweep; completion and requeue are one
+// transaction each under the action's row lock, so two callers on one action are serialised and
+// the second sees the first one's result.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { hasRank } from '../platform/auth/permissions.js';
+import type { Queryable } from '../platform/db/types.js';
+import { errors } from '../platform/errors.js';
+import { recordEvent } from '../platform/events.js';
+import { actorOf } from '../platform/http/request-context.js';
+import { COMMON_ERRORS, errorResponses } from '../platform/http/schemas.js';
+import {
+  ACTION_STATUSES,
+  actionWithReport,
+  claimNextAction,
+  finishAction,
+  listActions,
+  lockAction,
+  requeueAction,
+  TERMINAL_ACTION_STATUSES,
+  type QueuedAction,
+  type QueueName,
+} from './queries.js';
+import { ActionList, ActionParams, ActionResult, CompleteBody, NothingPending, QueueListQuery } from './schemas.js';
+import { unlessIdle } from './idle.js';
+import { sweepBeforePickup } from './sweep.js';
 
-export const actionQueueRoutes: FastifyPluginAsyncTypebox = async () => {};
+const tags = ['Report action queues'];
+/** Spec Limits: GET /actions/pending returns at most 50 rows. */
+const BOT_PENDING_LIMIT = 50;
+
+/** Spec Authentication 6: sessions need Senior Agent rank for the supervisor queue; the key always passes. */
+function assertMayWorkSupervisorQueue(request: FastifyRequest): void {
+  if (request.principal?.kind === 'session' && !hasRank(request.principal.agent.agent_rank, 'Senior Agent')) {
+    throw errors.forbidden('Senior Agent rank required', 'RANK_REQUIRED');
+  }
+}
+
+function parseStatuses(list: string): string[] {
+  const values = list.split(',').map((s) => s.trim());
+  const bad = values.find((s) => !(ACTION_STATUSES as readonly string[]).includes(s));
+  if (bad !== undefined) throw errors.validation(`querystring.status: unknown status "${bad}" (allowed: ${ACTION_STATUSES.join(', ')})`);
+  return [...new Set(values)];
+}
+
+/** Read after the commit: the action as the caller sees it, with its report basics. */
+async function readAction(db: Queryable, actionId: number): Promise<QueuedAction> {
+  const action = await actionWithReport(db, actionId);
+  if (!action) throw errors.actionNotFound(actionId);
+  return action;
+}
+
+export const actionQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/actions/pending',
+    {
+      config: { auth: 'key' },
+      schema: {
+        tags,
+        summary: 'Pending and processing actions of both queues, oldest first, at most 50',
+        response: { 200: ActionList, ...errorResponses(...COMMON_ERRORS) },
+      },
+    },
+    async (request) => {
+      const { count, actions } = await listActions(request.environment.db, { statuses: ['pending', 'processing'], limit: BOT_PENDING_LIMIT });
+      return { success: true as const, count, actions };
+    },
+  );
+
+  const pickup = async (request: FastifyRequest, reply: FastifyReply, queue: QueueName | undefined) => {
+    const env = request.environment;
+    const action = await unlessIdle(env, queue ? `actions:${queue}` : 'actions', async () => {
+      await sweepBeforePickup(env, 'report_actions', request.id);
+      return claimNextAction(env.db, queue);
+    });
+    if (!action) return reply.code(204).send();
+    return { success: true as const, action };
+  };
+  const pickups: Array<[string, QueueName | undefined, string]> = [
+    ['/actions/next', undefined, 'Claim the oldest pending action of either queue'],
+    ['/actions/next/operator', 'operator', 'Claim the oldest pending action on a non-supervisor report'],
+    ['/actions/next/supervisor', 'supervisor', 'Claim the oldest pending action on a supervisor report'],
+  ];
+  for (const [url, queue, summary] of pickups) {
+    app.get(
+      url,
+      {
+        config: { auth: 'key' },
+        schema: {
+          tags,
+          summary,
+          description: 'Runs the stale sweep first. The claimed action is processing with one more attempt; 204 with an empty body when nothing is pending.',
+          response: { 200: ActionResult, 204: NothingPending, ...errorResponses(...COMMON_ERRORS) },
+        },
+      },
+      (request, reply) => pickup(request, reply, queue),
+    );
+  }
+
+  for (const queue of ['operator', 'supervisor'] as const) {
+    app.get(
+      `/actions/pending/${queue}`,
+      {
+        config: { auth: 'either', permission: 'manage_dockets' },
+        schema: {
+          tags,
+          summary: `Actions of the ${queue} queue with their failure metadata, oldest first`,
+          description: queue === 'supervisor' ? 'Sessions need Senior Agent rank.' : undefined,
+          querystring: QueueListQuery,
+          response: { 200: ActionList, ...errorResponses(400, ...COMMON_ERRORS) },
+        },
+      },
+      async (request) => {
+        if (queue === 'supervisor') assertMayWorkSupervisorQueue(request);
+        const query = request.query;
+        const { count, actions } = await listActions(request.environment.db, {
+          queue,
+          statuses: parseStatuses(query.status ?? 'pending,processing'),
+          limit: query.limit ?? 200,
+          offset: query.offset ?? 0,
+        });
+        return { success: true as const, count, actions };
+      },
+    );
+  }
+
+  app.post(
+    '/actions/:action_id/complete',
+    {
+      config: { auth: 'key' },
+      schema: {
+        tags,
+        summary: 'The bot reports the outcome of an action it claimed',
+        params: ActionParams,
+        body: CompleteBody,
+        response: { 200: ActionResult, ...errorResponses(400, 404, 409, 415, ...COMMON_ERRORS) },
+      },
+    },
+    async (request) => {
+      const id = request.params.action_id;
+      const { result } = request.body;
+      const note = request.body.note ?? null;
+      const db = request.environment.db;
+      await db.transaction(async (tx) => {
+        const action = await lockAction(tx, id);
+        if (!action) throw errors.actionNotFound(id);
+        if (TERMINAL_ACTION_STATUSES.has(action.status)) throw errors.actionAlreadyCompleted(id, action.status);
+        // A pending action is completed too: the sweep may have returned it to pending while the
+        // bot was still working on it, and a late completion means the work is done.
+        const finished = await finishAction(tx, id, result, note);
+        await recordEvent(tx, {
+          type: result === 'success' ? 'queue.action_completed' : 'queue.action_failed',
+          actor: actorOf(request),
+          correlationId: request.id,
+          reportId: action.report_id,
+          isSupervisor: action.queue === 'supervisor',
+          before: { status: action.status },
+          after: { status: finished.status, result_note: finished.result_note },
+          data: { action_id: id, kind: action.kind, queue: action.queue, attempts: finished.attempts, note },
+        });
+      });
+      return { success: true as const, action: await readAction(db, id) };
+    },
+  );
+
+  app.post(
+    '/actions/:action_id/requeue',
+    {
+      config: { auth: 'either', permission: 'manage_dockets' },
+      schema: {
+        tags,
+        summary: 'Put a failed action back to pending with a fresh retry budget',
+        description: 'Sessions need Senior Agent rank for an action of the supervisor queue.',
+        params: ActionParams,
+        response: { 200: ActionResult, ...errorResponses(400, 404, 409, ...COMMON_ERRORS) },
+      },
+    },
+    async (request) => {
+      const id = request.params.action_id;
+      const db = request.environment.db;
+      await db.transaction(async (tx) => {
+        const action = await lockAction(tx, id);
+        if (!action) throw errors.actionNotFound(id);
+        if (action.queue === 'supervisor') assertMayWorkSupervisorQueue(request);
+        if (action.status !== 'failed') throw errors.conflict(`Only a failed action can be requeued (status ${action.status})`, 'NOT_FAILED');
+        const requeued = await requeueAction(tx, id);
+        await recordEvent(tx, {
+          type: 'queue.action_requeued',
+          actor: actorOf(request),
+          correlationId: request.id,
+          reportId: action.report_id,
+          isSupervisor: action.queue === 'supervisor',
+          before: { status: 'failed', attempts: action.attempts },
+          after: { status: requeued.status, attempts: requeued.attempts },
+          data: { action_id: id, kind: action.kind, queue: action.queue },
+        });
+      });
+      return { success: true as const, action: await readAction(db, id) };
+    },
+  );
+};

@@ -41,6 +41,8 @@ export function startService(env: Record<string, string>): Service {
     child.stderr.on('data', onData);
     child.on('exit', (code) => reject(new Error(`exited with ${code}: ${logs.join('\n')}`)));
   });
+  // Callers that wait another way (answering) must not leave the rejection unhandled.
+  ready.catch(() => undefined);
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return { child, port: Number(env.PORT), url: `http://127.0.0.1:${env.PORT}`, logs, exited, ready };
 }

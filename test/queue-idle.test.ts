@@ -1,0 +1,131 @@
+// Idle queues (src/queue/idle.ts): after an empty pickup, polls are answered 204 from memory, and
+// every way work can appear ends that at once or at its due time: a commit on this instance, a
+// notification from a write elsewhere, an item going stale, a paced retry or an expiry falling due.
+// Clock-driven rows are written with triggers off (session_replication_role = replica), so no
+// notification announces them: only the due time computed at the empty pickup can.
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { Db } from '../src/platform/db/types.js';
+import type { Environment } from '../src/platform/environments.js';
+import { createTestApp, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
+
+const key = { authorization: PRODUCTION_KEY };
+let t: TestApp;
+let env: Environment;
+let statements = 0;
+
+beforeAll(async () => {
+  t = await createTestApp({ env: { QUEUE_STALE_TIMEOUT_SECONDS: '2' } });
+  env = t.environments.get('production')!;
+  // Count what the environment sends to its database.
+  const db = env.db as { query: Db['query'] };
+  const query = db.query.bind(db);
+  db.query = (text, values) => {
+    statements++;
+    return query(text, values);
+  };
+  await t.db.production.query(
+    `insert into reports (report_id, reporter, reported, reason, notes, evidence) values ('IDLE-1', '1', '2', 'Idle', '', '')`,
+  );
+});
+afterAll(() => t.close());
+beforeEach(async () => {
+  await t.db.production.query('delete from report_actions');
+  await t.db.production.query('delete from discipline_deliveries');
+  await t.db.production.query('delete from punishments');
+});
+
+const poll = (queue: 'actions' | 'discipline') => t.app.inject({ url: `/${queue}/next`, headers: key });
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Writes without firing triggers: no notification tells any instance about these rows. */
+async function silently(sql: string): Promise<void> {
+  await t.db.production.transaction(async (tx) => {
+    await tx.query('set local session_replication_role = replica');
+    await tx.query(sql);
+  });
+}
+
+/** Polls until the instance remembers the queue as idle (notifications of earlier writes may still clear it). */
+async function idleRemembered(queue: 'actions' | 'discipline'): Promise<void> {
+  await vi.waitFor(async () => {
+    expect((await poll(queue)).statusCode).toBe(204);
+    expect(env.idleQueues.get(queue)).toBe(true);
+  });
+}
+
+async function statementsFor(fn: () => Promise<unknown>): Promise<number> {
+  const before = statements;
+  await fn();
+  return statements - before;
+}
+
+describe('an idle queue', () => {
+  it('answers further polls 204 without touching the database', async () => {
+    await idleRemembered('actions');
+    expect(await statementsFor(async () => {
+      for (let i = 0; i < 5; i++) expect((await poll('actions')).statusCode).toBe(204);
+    })).toBe(0);
+  });
+
+  it('hands out at once what a request on this instance enqueues', async () => {
+    await idleRemembered('actions');
+    const acted = await t.app.inject({ method: 'POST', url: '/reports/IDLE-1/action', headers: key, payload: { action: 'contact_reporter', reason: 'Idle check' } });
+    expect(acted.statusCode).toBe(200);
+    const res = await poll('actions');
+    expect(res.statusCode).toBe(200);
+    expect(res.json().action).toMatchObject({ report_id: 'IDLE-1', kind: 'contact_reporter', status: 'processing', attempts: 1 });
+    await t.db.production.query(`delete from contact_threads where report_id = 'IDLE-1'`);
+  });
+
+  it('hands out what another writer enqueues once its notification arrives', async () => {
+    await idleRemembered('actions');
+    await t.db.production.query(`insert into report_actions (report_id, kind, queue) values ('IDLE-1', 'validate', 'operator')`);
+    await vi.waitFor(async () => expect((await poll('actions')).statusCode).toBe(200));
+  });
+
+  it('sweeps a claimed action when it goes stale, with no notification', async () => {
+    await silently(`insert into report_actions (report_id, kind, queue, status, attempts, claimed_at)
+                    values ('IDLE-1', 'validate', 'operator', 'processing', 1, now() - interval '1400 milliseconds')`);
+    await idleRemembered('actions');
+    // Remembered only until the action goes stale (2 s after its claim).
+    expect(await statementsFor(() => poll('actions'))).toBe(0);
+    await sleep(800);
+    const res = await poll('actions');
+    expect(res.statusCode).toBe(200);
+    expect(res.json().action).toMatchObject({ status: 'processing', attempts: 2 });
+  });
+
+  it('hands out a paced retry when it falls due, with no notification', async () => {
+    await silently(`insert into punishments (punishment_id, user_id, reason) values ('ID1LE1', '700000000000000001', 'Idle')`);
+    await silently(`insert into discipline_deliveries (kind, punishment_id, user_id, attempts, available_at)
+                    values ('issue', 'ID1LE1', '700000000000000001', 1, now() + interval '600 milliseconds')`);
+    await idleRemembered('discipline');
+    expect(await statementsFor(() => poll('discipline'))).toBe(0);
+    await sleep(800);
+    const res = await poll('discipline');
+    expect(res.statusCode).toBe(200);
+    expect(res.json().item).toMatchObject({ kind: 'issue', punishment_id: 'ID1LE1', attempts: 2 });
+  });
+
+  it('expires a punishment when its time comes and hands out the delivery that lifts it, with no notification', async () => {
+    await silently(`insert into punishments (punishment_id, user_id, reason, expires_at)
+                    values ('ID1LE2', '700000000000000002', 'Idle', now() + interval '600 milliseconds')`);
+    await idleRemembered('discipline');
+    expect(await statementsFor(() => poll('discipline'))).toBe(0);
+    await sleep(800);
+    const res = await poll('discipline');
+    expect(res.statusCode).toBe(200);
+    expect(res.json().item).toMatchObject({ kind: 'expire', punishment_id: 'ID1LE2', punishment: { status: 'Expired' } });
+  });
+
+  it('is not remembered while notifications may be missed', async () => {
+    env.idleQueues.setLive(false);
+    try {
+      expect((await poll('actions')).statusCode).toBe(204);
+      expect(env.idleQueues.get('actions')).toBeUndefined();
+      expect(await statementsFor(() => poll('actions'))).toBeGreaterThan(0);
+    } finally {
+      env.idleQueues.setLive(true);
+    }
+  });
+});
