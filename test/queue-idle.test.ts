@@ -19,9 +19,9 @@ beforeAll(async () => {
   // Count what the environment sends to its database.
   const db = env.db as { query: Db['query'] };
   const query = db.query.bind(db);
-  db.query = (text, values) => {
+  db.query = (text, values, options) => {
     statements++;
-    return query(text, values);
+    return query(text, values, options);
   };
   await t.db.production.query(
     `insert into reports (report_id, reporter, reported, reason, notes, evidence) values ('IDLE-1', '1', '2', 'Idle', '', '')`,

@@ -20,7 +20,9 @@ const tags = ['Discipline deliveries'];
 export async function deliveryEventBase(tx: Tx, request: FastifyRequest, item: DeliveryRow): Promise<Pick<EventInput, 'actor' | 'correlationId' | 'reportId'>> {
   let reportId: string | null = null;
   if (item.punishment_id !== null) {
-    const { rows } = await tx.query<{ report_id: string | null }>('select report_id from punishments where punishment_id = $1::text', [item.punishment_id]);
+    const { rows } = await tx.query<{ report_id: string | null }>('select report_id from punishments where punishment_id = $1::text', [item.punishment_id], {
+      name: 'punishment_report',
+    });
     reportId = rows[0]?.report_id ?? null;
   }
   return { actor: actorOf(request), correlationId: request.id, reportId };
@@ -47,6 +49,7 @@ async function applyOutcome(tx: Tx, itemId: number, outcome: Outcome, note: stri
              available_at = now() + make_interval(secs => $3::double precision), updated_at = now()
            where item_id = $1::bigint returning *`,
           [itemId, note, outcome.retryAfterSeconds],
+          { name: 'pace_delivery' },
         )
       : await tx.query<DeliveryRow>(
           `update discipline_deliveries set status = $2::text, result_note = $3::text, ref = $4::text,
@@ -54,6 +57,7 @@ async function applyOutcome(tx: Tx, itemId: number, outcome: Outcome, note: stri
              completed_at = now(), updated_at = now()
            where item_id = $1::bigint returning *`,
           [itemId, outcome.to, note, ref],
+          { name: 'finish_delivery' },
         );
   return rows[0]!;
 }

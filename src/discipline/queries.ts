@@ -65,6 +65,8 @@ export async function claimNextDelivery(db: Queryable): Promise<Delivery | undef
          for update skip locked)
        returning *)
      ${WITH_PUNISHMENT} from claimed d left join punishments p on p.punishment_id = d.punishment_id`,
+    [],
+    { name: 'claim_delivery' },
   );
   return rows[0];
 }
@@ -74,12 +76,13 @@ export async function deliveryWithPunishment(db: Queryable, itemId: number): Pro
     `${WITH_PUNISHMENT} from discipline_deliveries d left join punishments p on p.punishment_id = d.punishment_id
      where d.item_id = $1::bigint`,
     [itemId],
+    { name: 'delivery_with_punishment' },
   );
   return rows[0];
 }
 
 export async function lockDelivery(tx: Tx, itemId: number): Promise<DeliveryRow | undefined> {
-  const { rows } = await tx.query<DeliveryRow>('select * from discipline_deliveries where item_id = $1::bigint for update', [itemId]);
+  const { rows } = await tx.query<DeliveryRow>('select * from discipline_deliveries where item_id = $1::bigint for update', [itemId], { name: 'lock_delivery' });
   return rows[0];
 }
 

@@ -49,7 +49,7 @@ function clearedBy(db: Db, channel: string, cache: ChangeCache<unknown>) {
 function clearingOnCommit(db: Db, onCommit: () => void): Db {
   return {
     kind: db.kind,
-    query: (text, values) => db.query(text, values),
+    query: (text, values, options) => db.query(text, values, options),
     exec: (sql) => db.exec(sql),
     async transaction(fn) {
       const result = await db.transaction(fn);

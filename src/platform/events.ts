@@ -96,6 +96,8 @@ export async function recordEvent(tx: Tx, event: EventInput): Promise<EventRecor
       event.correlationId,
       event.isSupervisor ?? false,
     ],
+    // Every state change writes one: planned once per connection.
+    { name: 'record_event' },
   );
   return rows[0]!;
 }

@@ -220,6 +220,7 @@ export async function expireDuePunishments(db: Queryable, correlationId: string)
      )
      select punishment_id from expired order by punishment_id`,
     [correlationId],
+    { name: 'expire_punishments' },
   );
   return rows.map((r) => r.punishment_id);
 }

@@ -20,6 +20,7 @@ async function actionsDueIn(db: Queryable, staleTimeoutMs: number): Promise<numb
     `select (extract(epoch from min(claimed_at) - now()) * 1000)::float8 + $1::float8 as due_in
      from report_actions where status = 'processing'`,
     [staleTimeoutMs],
+    { name: 'actions_due_in' },
   );
   return rows[0]?.due_in ?? null;
 }
@@ -33,6 +34,7 @@ async function disciplineDueIn(db: Queryable, staleTimeoutMs: number): Promise<n
         (select min(expires_at) from punishments where status in ('Active', 'Appealed') and expires_at is not null)
       ) - now()) * 1000)::float8 as due_in`,
     [staleTimeoutMs],
+    { name: 'discipline_due_in' },
   );
   return rows[0]?.due_in ?? null;
 }

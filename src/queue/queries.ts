@@ -82,6 +82,7 @@ export async function claimNextAction(db: Queryable, queue: QueueName | undefine
        returning *)
      ${WITH_REPORT} from claimed a left join reports r on r.report_id = a.report_id`,
     queue ? [queue] : [],
+    { name: `claim_action_${queue ?? 'any'}` },
   );
   return rows[0];
 }
@@ -89,7 +90,7 @@ export async function claimNextAction(db: Queryable, queue: QueueName | undefine
 export const TERMINAL_ACTION_STATUSES: ReadonlySet<ReportActionRow['status']> = new Set(['success', 'failed', 'cancelled']);
 
 export async function lockAction(tx: Tx, actionId: number): Promise<ReportActionRow | undefined> {
-  const { rows } = await tx.query<ReportActionRow>('select * from report_actions where action_id = $1::bigint for update', [actionId]);
+  const { rows } = await tx.query<ReportActionRow>('select * from report_actions where action_id = $1::bigint for update', [actionId], { name: 'lock_action' });
   return rows[0];
 }
 
@@ -101,6 +102,7 @@ export async function finishAction(tx: Tx, actionId: number, result: 'success' |
        completed_at = now(), updated_at = now()
      where action_id = $1::bigint returning *`,
     [actionId, result, note],
+    { name: 'finish_action' },
   );
   return rows[0]!;
 }
@@ -119,6 +121,7 @@ export async function actionWithReport(db: Queryable, actionId: number): Promise
   const { rows } = await db.query<QueuedAction>(
     `${WITH_REPORT} from report_actions a left join reports r on r.report_id = a.report_id where a.action_id = $1::bigint`,
     [actionId],
+    { name: 'action_with_report' },
   );
   return rows[0];
 }

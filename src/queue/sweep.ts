@@ -87,7 +87,7 @@ export async function sweepStale(db: Queryable, table: SweptQueue, options: { ti
     options.correlationId,
     STALE_FAILED_NOTE,
     STALE_REQUEUED_NOTE,
-  ]);
+  ], { name: `sweep_${table}` });
   return {
     requeued: rows.filter((r) => r.status === 'pending').map((r) => r.id),
     failed: rows.filter((r) => r.status === 'failed').map((r) => r.id),

@@ -57,6 +57,7 @@ export async function openPglite(options: PgliteOptions = {}): Promise<Db & { du
 
   const db: Db & { dump(): Promise<Blob> } = {
     kind: 'pglite',
+    // QueryOptions.name is not used here: PGlite has no per-connection statement cache to fill.
     async query<R>(text: string, values?: readonly unknown[]) {
       assertOutsideTransaction(db);
       return (await run(pg, text, values)) as QueryResult<R>;

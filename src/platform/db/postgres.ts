@@ -6,7 +6,7 @@ import pg from 'pg';
 import { TYPE_PARSERS } from './parsers.js';
 import { createListenerConnection } from './listener.js';
 import { createTx } from './transaction-guard.js';
-import { DbError, type Db, type QueryResult, type Row } from './types.js';
+import { DbError, type Db, type QueryOptions, type QueryResult, type Row } from './types.js';
 
 export interface PostgresOptions {
   connectionString: string;
@@ -30,9 +30,11 @@ export function openPostgres(options: PostgresOptions): Db {
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', (err) => options.onIdleError?.(err));
 
-  const run = async (target: pg.Pool | pg.PoolClient, text: string, values?: readonly unknown[]) => {
+  const run = async (target: pg.Pool | pg.PoolClient, text: string, values?: readonly unknown[], options?: QueryOptions) => {
     try {
-      const result = await target.query<Row>(text, values as unknown[] | undefined);
+      const result = options?.name
+        ? await target.query<Row>({ name: options.name, text, values: values as unknown[] | undefined })
+        : await target.query<Row>(text, values as unknown[] | undefined);
       return { rows: result.rows, rowCount: result.rowCount ?? result.rows.length };
     } catch (err) {
       throw DbError.from(err);
@@ -52,8 +54,8 @@ export function openPostgres(options: PostgresOptions): Db {
   let closing: Promise<void> | undefined;
   const db: Db = {
     kind: 'postgres',
-    async query<R>(text: string, values?: readonly unknown[]) {
-      return (await run(pool, text, values)) as QueryResult<R>;
+    async query<R>(text: string, values?: readonly unknown[], options?: QueryOptions) {
+      return (await run(pool, text, values, options)) as QueryResult<R>;
     },
     exec: (sql) => execOn(pool, sql),
     async transaction(fn) {
@@ -63,7 +65,7 @@ export function openPostgres(options: PostgresOptions): Db {
       } catch (err) {
         throw DbError.from(err);
       }
-      const { tx, end } = createTx((text, values) => run(client, text, values), (sql) => execOn(client, sql));
+      const { tx, end } = createTx((text, values, options) => run(client, text, values, options), (sql) => execOn(client, sql));
       let broken: Error | undefined;
       try {
         await run(client, 'begin');

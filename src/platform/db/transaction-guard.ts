@@ -3,7 +3,7 @@
 // good. AsyncLocalStorage tells that call apart from a concurrent request's (which may simply
 // wait), so the mistake fails at once instead.
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { DbError, type QueryResult, type Row, type Tx } from './types.js';
+import { DbError, type QueryOptions, type QueryResult, type Row, type Tx } from './types.js';
 
 const openTransactions = new AsyncLocalStorage<ReadonlySet<object>>();
 let openCount = 0;
@@ -27,7 +27,7 @@ export function assertOutsideTransaction(owner: object): void {
   }
 }
 
-type RawQuery = (text: string, values?: readonly unknown[]) => Promise<QueryResult<Row>>;
+type RawQuery = (text: string, values?: readonly unknown[], options?: QueryOptions) => Promise<QueryResult<Row>>;
 
 /** Wraps a driver's transaction handle: refuses use after the transaction ended, nests on savepoints. */
 export function createTx(query: RawQuery, exec: (sql: string) => Promise<void>): { tx: Tx; end(): void } {
@@ -37,9 +37,9 @@ export function createTx(query: RawQuery, exec: (sql: string) => Promise<void>):
     if (ended) throw new DbError('transaction already finished: a statement outlived its transaction', undefined, undefined, undefined);
   };
   const tx = {
-    async query<R>(text: string, values?: readonly unknown[]) {
+    async query<R>(text: string, values?: readonly unknown[], options?: QueryOptions) {
       guard();
-      return (await query(text, values)) as QueryResult<R>;
+      return (await query(text, values, options)) as QueryResult<R>;
     },
     async exec(sql: string) {
       guard();

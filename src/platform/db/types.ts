@@ -9,9 +9,17 @@ export interface QueryResult<R = Row> {
   rowCount: number;
 }
 
+export interface QueryOptions {
+  /**
+   * A prepared statement's name, for hot statements whose planning costs more than running them
+   * (the bot queues): PostgreSQL plans it once per connection. One name, one text, always.
+   */
+  name?: string;
+}
+
 export interface Queryable {
   /** One parameterised statement. jsonb parameters go in as `JSON.stringify(value)` with a `::jsonb` cast. */
-  query<R = Row>(text: string, values?: readonly unknown[]): Promise<QueryResult<R>>;
+  query<R = Row>(text: string, values?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<R>>;
   /** Several statements without parameters (migrations, seeds). */
   exec(sql: string): Promise<void>;
 }
