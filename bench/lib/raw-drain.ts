@@ -1,11 +1,10 @@
-// The baseline for queue throughput: the same work the service does for `next` + `complete`
-// (the stale sweep, the skip-locked claim, then one transaction locking the row, finishing it and
-// writing its event), straight through the driver by `workers` concurrent loops, no HTTP.
+// The baseline for queue throughput: the same statements the service runs for `next` + `complete`
+// (the stale sweep, the skip-locked claim, the completion with its event), straight through the
+// driver by `workers` concurrent loops, no HTTP.
 import { performance } from 'node:perf_hooks';
-import { claimNextAction, finishAction, lockAction } from '../../src/queue/queries.js';
+import { claimNextAction, completeAction } from '../../src/queue/queries.js';
 import { sweepStale } from '../../src/queue/sweep.js';
 import type { Db } from '../../src/platform/db/types.js';
-import { recordEvent } from '../../src/platform/events.js';
 
 export interface RawDrainResult {
   completed: number;
@@ -28,21 +27,8 @@ export async function rawDrainActions(db: Db, workers: number, total: number, st
           continue;
         }
         claimLatencies.push(performance.now() - t0);
-        await db.transaction(async (tx) => {
-          const locked = await lockAction(tx, action.action_id);
-          if (!locked || locked.status !== 'processing') throw new Error(`action ${action.action_id} is ${locked?.status}`);
-          const done = await finishAction(tx, locked.action_id, 'success', `worker ${w}`);
-          await recordEvent(tx, {
-            type: 'queue.action_completed',
-            actor: { kind: 'bot' },
-            correlationId: `raw-${w}`,
-            reportId: done.report_id,
-            isSupervisor: done.queue === 'supervisor',
-            before: { status: locked.status },
-            after: { status: done.status, result_note: done.result_note },
-            data: { action_id: done.action_id, kind: done.kind, queue: done.queue, attempts: done.attempts, note: `worker ${w}` },
-          });
-        });
+        const done = await completeAction(db, { actionId: action.action_id, result: 'success', note: `worker ${w}`, correlationId: `raw-${w}` });
+        if (done.outcome !== 'completed') throw new Error(`action ${action.action_id}: ${done.outcome}`);
         completed++;
       }
     }),

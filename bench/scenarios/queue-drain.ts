@@ -63,7 +63,7 @@ async function rawDrain(ctx: Context, db: Db, count: number) {
   return result;
 }
 
-function throughputLines(ctx: Context, http: FleetResult, raw: { completed: number; elapsedMs: number }): ResultLine[] {
+function throughputLines(ctx: Context, http: FleetResult, raw: { completed: number; elapsedMs: number; claimLatencies: number[] }): ResultLine[] {
   const httpRate = rate(http.completed.size, http.elapsedMs);
   const rawRate = rate(raw.completed, raw.elapsedMs);
   const ratio = ctx.ratio(httpRate, rawRate);
@@ -75,6 +75,8 @@ function throughputLines(ctx: Context, http: FleetResult, raw: { completed: numb
     ctx.line('raw actions completed/s', rawRate, 'items/s'),
     ctx.line('claim (GET /actions/next) p99', p99, 'ms', ctx.store === 'postgres' ? { text: `< ${CLAIM_P99_GOAL_MS}`, ok: p99 < CLAIM_P99_GOAL_MS } : undefined),
     ctx.line('claim p50', percentile(http.claimLatencies, 0.5), 'ms'),
+    // The same concurrency without HTTP: how much of the claim latency the machine itself sets.
+    ctx.line('raw claim (sweep + claim statements) p99', percentile(raw.claimLatencies, 0.99), 'ms'),
   ];
 }
 

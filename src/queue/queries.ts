@@ -87,24 +87,55 @@ export async function claimNextAction(db: Queryable, queue: QueueName | undefine
   return rows[0];
 }
 
-export const TERMINAL_ACTION_STATUSES: ReadonlySet<ReportActionRow['status']> = new Set(['success', 'failed', 'cancelled']);
-
 export async function lockAction(tx: Tx, actionId: number): Promise<ReportActionRow | undefined> {
   const { rows } = await tx.query<ReportActionRow>('select * from report_actions where action_id = $1::bigint for update', [actionId], { name: 'lock_action' });
   return rows[0];
 }
 
-/** The terminal move of a locked action; `note` is kept as result_note, and as last_error on failure. */
-export async function finishAction(tx: Tx, actionId: number, result: 'success' | 'failed', note: string | null): Promise<ReportActionRow> {
-  const { rows } = await tx.query<ReportActionRow>(
-    `update report_actions set status = $2::text, result_note = $3::text,
-       last_error = case when $2::text = 'failed' then coalesce($3::text, last_error) else last_error end,
-       completed_at = now(), updated_at = now()
-     where action_id = $1::bigint returning *`,
-    [actionId, result, note],
-    { name: 'finish_action' },
+export type CompletedAction =
+  | { outcome: 'not_found' }
+  | { outcome: 'already_completed'; status: ReportActionRow['status'] }
+  | { outcome: 'completed'; action: QueuedAction };
+
+/**
+ * The bot's completion in one statement (the hot path: one round trip, the row lock held for one
+ * statement): lock the action, move it to its terminal status unless it already has one, write
+ * queue.action_completed or queue.action_failed, and answer with the report basics. A pending
+ * action is completed too: the sweep may have returned it while the bot was still at work, and a
+ * late completion means the work is done. A concurrent completion waits for the lock and then
+ * sees the terminal status.
+ */
+export async function completeAction(
+  db: Queryable,
+  input: { actionId: number; result: 'success' | 'failed'; note: string | null; correlationId: string },
+): Promise<CompletedAction> {
+  const { rows } = await db.query<QueuedAction & { status_before: ReportActionRow['status']; done: boolean }>(
+    `with target as (
+       select action_id, status from report_actions where action_id = $1::bigint for update
+     ), done as (
+       update report_actions a set status = $2::text, result_note = $3::text,
+         last_error = case when $2::text = 'failed' then coalesce($3::text, a.last_error) else a.last_error end,
+         completed_at = now(), updated_at = now()
+       from target t where a.action_id = t.action_id and t.status in ('pending', 'processing')
+       returning a.*
+     ), logged as (
+       insert into events (type, actor_kind, report_id, before, after, data, correlation_id, is_supervisor)
+       select case when d.status = 'success' then 'queue.action_completed' else 'queue.action_failed' end, 'bot', d.report_id,
+              jsonb_build_object('status', t.status), jsonb_build_object('status', d.status, 'result_note', d.result_note),
+              jsonb_build_object('action_id', d.action_id, 'kind', d.kind, 'queue', d.queue, 'attempts', d.attempts, 'note', $3::text),
+              $4::text, d.queue = 'supervisor'
+       from done d, target t
+     )
+     ${WITH_REPORT.replace('select a.*', 'select a.*, t.status as status_before, a.action_id is not null as done')}
+     from target t left join done a on true left join reports r on r.report_id = a.report_id`,
+    [input.actionId, input.result, input.note, input.correlationId],
+    { name: 'complete_action' },
   );
-  return rows[0]!;
+  const row = rows[0];
+  if (!row) return { outcome: 'not_found' };
+  if (!row.done) return { outcome: 'already_completed', status: row.status_before };
+  const { status_before: _before, done: _done, ...action } = row;
+  return { outcome: 'completed', action };
 }
 
 /** Failed back to pending with a fresh retry budget. */

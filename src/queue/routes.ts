@@ -14,11 +14,10 @@ import {
   ACTION_STATUSES,
   actionWithReport,
   claimNextAction,
-  finishAction,
+  completeAction,
   listActions,
   lockAction,
   requeueAction,
-  TERMINAL_ACTION_STATUSES,
   type QueuedAction,
   type QueueName,
 } from './queries.js';
@@ -139,28 +138,13 @@ export const actionQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const id = request.params.action_id;
-      const { result } = request.body;
-      const note = request.body.note ?? null;
-      const db = request.environment.db;
-      await db.transaction(async (tx) => {
-        const action = await lockAction(tx, id);
-        if (!action) throw errors.actionNotFound(id);
-        if (TERMINAL_ACTION_STATUSES.has(action.status)) throw errors.actionAlreadyCompleted(id, action.status);
-        // A pending action is completed too: the sweep may have returned it to pending while the
-        // bot was still working on it, and a late completion means the work is done.
-        const finished = await finishAction(tx, id, result, note);
-        await recordEvent(tx, {
-          type: result === 'success' ? 'queue.action_completed' : 'queue.action_failed',
-          actor: actorOf(request),
-          correlationId: request.id,
-          reportId: action.report_id,
-          isSupervisor: action.queue === 'supervisor',
-          before: { status: action.status },
-          after: { status: finished.status, result_note: finished.result_note },
-          data: { action_id: id, kind: action.kind, queue: action.queue, attempts: finished.attempts, note },
-        });
-      });
-      return { success: true as const, action: await readAction(db, id) };
+      const env = request.environment;
+      const completed = await completeAction(env.db, { actionId: id, result: request.body.result, note: request.body.note ?? null, correlationId: request.id });
+      if (completed.outcome === 'not_found') throw errors.actionNotFound(id);
+      if (completed.outcome === 'already_completed') throw errors.actionAlreadyCompleted(id, completed.status);
+      // One statement outside a transaction: the event it wrote clears this instance's audit answers here.
+      env.auditPages.clear();
+      return { success: true as const, action: completed.action };
     },
   );
 
