@@ -27,6 +27,32 @@ const CLAIM_P99_GOAL_MS = 20;
 
 const rate = (completed: number, ms: number) => completed / (ms / 1000);
 
+/** One side's drains, summed over its rounds. */
+interface Side {
+  completed: number;
+  elapsedMs: number;
+  claimLatencies: number[];
+}
+
+/**
+ * Raw and HTTP drains of ITEMS each, in alternating rounds (raw HTTP HTTP raw, twice), so that
+ * neither side gets the emptier tables or the quieter minute.
+ */
+async function alternate(runRaw: (n: number, round: number) => Promise<Side>, runHttp: (n: number, round: number) => Promise<Side>) {
+  const sides = { raw: { completed: 0, elapsedMs: 0, claimLatencies: [] as number[] }, http: { completed: 0, elapsedMs: 0, claimLatencies: [] as number[] } };
+  const order = ['raw', 'http', 'http', 'raw', 'raw', 'http', 'http', 'raw'] as const;
+  const perRound = ITEMS / (order.length / 2);
+  for (const [round, side] of order.entries()) {
+    const done = await (side === 'raw' ? runRaw : runHttp)(perRound, round);
+    sides[side].completed += done.completed;
+    sides[side].elapsedMs += done.elapsedMs;
+    sides[side].claimLatencies.push(...done.claimLatencies);
+  }
+  return sides;
+}
+
+const sideOf = (fleet: FleetResult): Side => ({ completed: fleet.completed.size, elapsedMs: fleet.elapsedMs, claimLatencies: fleet.claimLatencies });
+
 function assertExactlyOnce(label: string, result: FleetResult, ids: number[]): void {
   const problems = exactlyOnceProblems(result, ids);
   if (problems.length) throw new Error(`${label}: ${problems.join('; ')}`);
@@ -47,8 +73,10 @@ async function assertStored(db: Db, queue: FleetQueue, ids: number[]): Promise<v
   }
 }
 
+let batches = 0;
+
 async function httpDrain(ctx: Context, db: Db, instances: Child[], count: number): Promise<FleetResult> {
-  const ids = await seedActions(db, count, `HTTP${count}`);
+  const ids = await seedActions(db, count, `HTTP${++batches}`);
   const result = await drainQueue({ instances: instances.map((c) => c.url), apiKey: API_KEY, queue: 'actions', workers: WORKERS, total: ids.length, deadlineMs: 600_000 });
   assertExactlyOnce('HTTP drain', result, ids);
   await assertStored(db, 'actions', ids);
@@ -57,14 +85,15 @@ async function httpDrain(ctx: Context, db: Db, instances: Child[], count: number
 }
 
 async function rawDrain(ctx: Context, db: Db, count: number) {
-  await seedActions(db, count, `RAW${count}`);
+  await seedActions(db, count, `RAW${++batches}`);
   const result = await rawDrainActions(db, WORKERS, count, STALE_SECONDS * 1000);
   ctx.log(`    raw: ${result.completed} actions in ${(result.elapsedMs / 1000).toFixed(1)} s`);
   return result;
 }
 
-function throughputLines(ctx: Context, http: FleetResult, raw: { completed: number; elapsedMs: number; claimLatencies: number[] }): ResultLine[] {
-  const httpRate = rate(http.completed.size, http.elapsedMs);
+function throughputLines(ctx: Context, http: Side, raw: Side): ResultLine[] {
+  ctx.log(`    raw ${raw.completed} in ${(raw.elapsedMs / 1000).toFixed(1)} s; HTTP ${http.completed} in ${(http.elapsedMs / 1000).toFixed(1)} s`);
+  const httpRate = rate(http.completed, http.elapsedMs);
   const rawRate = rate(raw.completed, raw.elapsedMs);
   const ratio = ctx.ratio(httpRate, rawRate);
   const p99 = percentile(http.claimLatencies, 0.99);
@@ -96,8 +125,10 @@ async function onPostgres(ctx: Context, pgUrl: string): Promise<ResultLine[]> {
     for (const child of instances) await settle(child);
     await httpDrain(ctx, db, instances, WARMUP_ITEMS);
     await rawDrain(ctx, db, WARMUP_ITEMS);
-    const raw = await rawDrain(ctx, db, ITEMS);
-    const http = await httpDrain(ctx, db, instances, ITEMS);
+    const { raw, http } = await alternate(
+      (n) => rawDrain(ctx, db, n),
+      async (n) => sideOf(await httpDrain(ctx, db, instances, n)),
+    );
     const lines = throughputLines(ctx, http, raw);
 
     // The kill runs: the first instance survives, a fresh second one is killed each time.
@@ -138,16 +169,25 @@ async function onPglite(ctx: Context): Promise<ResultLine[]> {
   try {
     await settle(child);
     await migrate(own);
-    const fleet = (total: number) => drainQueue({ instances: [child.url], apiKey: API_KEY, queue: 'actions', workers: WORKERS, total, deadlineMs: 600_000 });
-    const warm = await fleet(WARMUP_ITEMS);
+    const fleets: FleetResult[] = [];
+    const fleet = async (total: number) => {
+      const result = await drainQueue({ instances: [child.url], apiKey: API_KEY, queue: 'actions', workers: WORKERS, total, deadlineMs: 600_000 });
+      fleets.push(result);
+      return result;
+    };
+    const doneSoFar = () => fleets.reduce((n, f) => n + f.completed.size, 0);
+    await fleet(WARMUP_ITEMS);
     await rawDrain(ctx, own, WARMUP_ITEMS);
-    const raw = await rawDrain(ctx, own, ITEMS);
-    // A worker finishes what it claimed, so the warm-up may have done a few more than asked.
-    const http = await fleet(ids.length - warm.completed.size);
-    const handed = new Map(warm.handouts);
-    for (const [id, n] of http.handouts) handed.set(id, (handed.get(id) ?? 0) + n);
-    assertExactlyOnce('HTTP drain', { ...http, handouts: handed, completed: new Set([...warm.completed, ...http.completed]) }, ids);
-    ctx.log(`    HTTP: ${ITEMS} actions in ${(http.elapsedMs / 1000).toFixed(1)} s`);
+    const { raw, http } = await alternate(
+      (n) => rawDrain(ctx, own, n),
+      // A worker finishes what it claimed, so a round may do a few more than asked: the last
+      // HTTP round (the seventh) takes exactly what is left.
+      async (n, round) => sideOf(await fleet(round === 6 ? ids.length - doneSoFar() : n)),
+    );
+    const handed = new Map<number, number>();
+    for (const f of fleets) for (const [id, n] of f.handouts) handed.set(id, (handed.get(id) ?? 0) + n);
+    const completed = new Set(fleets.flatMap((f) => [...f.completed]));
+    assertExactlyOnce('HTTP drains', { ...fleets[0]!, handouts: handed, completed }, ids);
     return throughputLines(ctx, http, raw);
   } finally {
     await stop(child);

@@ -3,6 +3,10 @@
 // it. A claimed item not completed within the stale timeout goes back to pending, or to failed once
 // it has been handed out RETRY_CAP times; pending items past the cap fail too. Rows are taken with
 // `for update skip locked`, so any number of instances may sweep at once and each row moves once.
+// Most pickups find nothing stale, and they learn it from a probe that the planner runs as a plain
+// index scan (EXISTS stops at the first row): such a scan marks the index entries of rows that have
+// left `processing` as dead and skips them afterwards, where the sweep's own bitmap scan would
+// visit every completed claim again until vacuum runs (measured: 2.6 ms after 15,000 completions).
 import type { Queryable } from '../platform/db/types.js';
 import type { Environment } from '../platform/environments.js';
 
@@ -80,8 +84,15 @@ export interface SweepResult {
   failed: number[];
 }
 
+function probeSql(table: SweptQueue): string {
+  return `select exists (select 1 from ${table} where status = 'processing' and claimed_at < now() - make_interval(secs => $1::double precision))
+              or exists (select 1 from ${table} where status = 'pending' and attempts >= ${RETRY_CAP}) as due`;
+}
+
 /** Moves the stale items of one queue in one statement: the rows and their events together. */
 export async function sweepStale(db: Queryable, table: SweptQueue, options: { timeoutMs: number; correlationId: string }): Promise<SweepResult> {
+  const probe = await db.query<{ due: boolean }>(probeSql(table), [options.timeoutMs / 1000], { name: `sweep_probe_${table}` });
+  if (!probe.rows[0]?.due) return { requeued: [], failed: [] };
   const { rows } = await db.query<{ id: number; status: 'pending' | 'failed' }>(sweepSql(table), [
     options.timeoutMs / 1000,
     options.correlationId,
