@@ -2,6 +2,7 @@
 // action; Limits; Errors ACTION_NOT_FOUND, ACTION_ALREADY_COMPLETED): answers, queue rows, events.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { STALE_FAILED_NOTE, STALE_REQUEUED_NOTE } from '../src/queue/sweep.js';
+import { refuseInserts } from './helpers/failures.js';
 import { createTestApp, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
 import { signedIn } from './helpers/identity.js';
 import { onPostgres } from './helpers/stores.js';
@@ -13,14 +14,7 @@ beforeAll(async () => {
   t = await createTestApp({ env: { QUEUE_STALE_TIMEOUT_SECONDS: '60' } });
   // A mid-transaction failure on demand: events about reports whose id starts with FAIL- cannot
   // be written, after the earlier writes of their transaction have gone through.
-  await t.db.production.exec(`
-    create function refuse_fail_reports() returns trigger language plpgsql as $$
-    begin
-      if new.report_id like 'FAIL-%' then raise exception 'refused for the test'; end if;
-      return new;
-    end $$;
-    create trigger refuse_fail_events before insert on events for each row execute function refuse_fail_reports();
-  `);
+  await refuseInserts(t.db.production, 'refuse_fail_reports', `new.report_id like 'FAIL-%'`, ['events']);
 });
 afterAll(() => t.close());
 // Pickups and lists see the whole queue: each test starts from an empty one.

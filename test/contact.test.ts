@@ -1,6 +1,7 @@
 // Contact threads (spec: Contact threads; States and transitions, Contact thread): reading,
 // replying, closing and the bot relaying the reporter's answers, with every gate and every row.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { refuseInserts } from './helpers/failures.js';
 import { createTestApp, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
 import { signedIn, type Person } from './helpers/identity.js';
 import { onPostgres } from './helpers/stores.js';
@@ -193,13 +194,7 @@ describe('POST /reports/<id>/contact/reply', () => {
   });
 
   it('a failure after the first writes leaves nothing behind', async () => {
-    await t.db.production.exec(`
-      create function refuse_test_action() returns trigger language plpgsql as $$
-      begin
-        if new.report_id like 'SVC-CASE-F%' then raise exception 'queue refused for test'; end if;
-        return new;
-      end $$;
-      create trigger refuse_test_action before insert on report_actions for each row execute function refuse_test_action();`);
+    await refuseInserts(t.db.production, 'refuse_test_action', `new.report_id like 'SVC-CASE-F%'`, ['report_actions']);
     try {
       const id = 'SVC-CASE-F0001';
       await q(`insert into reports (report_id, reporter, reported, reason, notes, evidence, assigned_agent, updated_at)
@@ -209,7 +204,7 @@ describe('POST /reports/<id>/contact/reply', () => {
       for (const send of [() => reply(id, assigned.headers), () => close(id, assigned.headers)]) {
         const res = await send();
         expect(res.statusCode).toBe(500);
-        expect(res.json().error).toContain('queue refused for test');
+        expect(res.json().error).toContain('refused for the test');
         await unchanged(id);
         expect((await rows(id)).thread).toMatchObject({ closed: false, closed_by: null });
       }

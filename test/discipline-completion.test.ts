@@ -2,6 +2,7 @@
 // transitions, Discipline delivery item; DESIGN.md on retry_after_seconds): each branch, the rows
 // and events written, and that a refused or failed request writes nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { refuseInserts } from './helpers/failures.js';
 import { createTestApp, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
 import { chatId, signedIn } from './helpers/identity.js';
 import { onPostgres } from './helpers/stores.js';
@@ -16,14 +17,7 @@ const REFUSED_USER = '999000000000000001';
 let t: TestApp;
 beforeAll(async () => {
   t = await createTestApp();
-  await t.db.production.exec(`
-    create function refuse_marked_events() returns trigger language plpgsql as $$
-    begin
-      if new.data->>'note' = '${REFUSED_NOTE}' or new.data->>'user_id' = '${REFUSED_USER}' then raise exception 'refused for the test'; end if;
-      return new;
-    end $$;
-    create trigger refuse_marked_events before insert on events for each row execute function refuse_marked_events();
-  `);
+  await refuseInserts(t.db.production, 'refuse_marked_events', `new.data->>'note' = '${REFUSED_NOTE}' or new.data->>'user_id' = '${REFUSED_USER}'`, ['events']);
 });
 afterAll(() => t.close());
 

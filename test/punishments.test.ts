@@ -1,6 +1,7 @@
 // Punishment routes (spec: Punishments and discipline; States and transitions, Punishment;
 // Authentication 2-3): status, body, and the punishment, audit, event and delivery rows written.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { refuseInserts } from './helpers/failures.js';
 import { createTestApp, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
 import { chatId, signedIn, type Person } from './helpers/identity.js';
 
@@ -23,13 +24,8 @@ beforeAll(async () => {
   supervisor = await signedIn(t, { rank: 'Supervisor', clearance: 4, name: 'Sam Supervisor' });
   viewer = await signedIn(t, { rank: 'Agent', clearance: 2 });
   clearance3 = await signedIn(t, { rank: 'Senior Agent', clearance: 3 });
+  await refuseInserts(t.db.production, 'refuse_deliveries', `new.user_id = '${REFUSED_USER}'`, ['discipline_deliveries']);
   await t.db.production.exec(`
-    create function refuse_deliveries() returns trigger language plpgsql as $$
-    begin
-      if new.user_id = '${REFUSED_USER}' then raise exception 'refused for the test'; end if;
-      return new;
-    end $$;
-    create trigger refuse_deliveries before insert on discipline_deliveries for each row execute function refuse_deliveries();
     -- Forces generated ids onto one that is taken, so the insert meets a real unique conflict.
     create table test_collisions (remaining int not null);
     insert into test_collisions values (0);

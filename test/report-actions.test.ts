@@ -1,6 +1,7 @@
 // Report actions, investigations, notes, evidence and timeline entries (spec: Reports, "States and
 // transitions" Report; targets in docs/decisions.md): state, timeline, events and queue rows.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { refuseInserts } from './helpers/failures.js';
 import { createTestApp, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
 import { signedIn, type Person } from './helpers/identity.js';
 import { onPostgres } from './helpers/stores.js';
@@ -11,15 +12,7 @@ beforeAll(async () => {
   t = await createTestApp();
   // A mid-transaction failure on demand: reports whose id starts with FAIL- cannot get a queue
   // row or an event, after the earlier writes of their transaction have gone through.
-  await t.db.production.exec(`
-    create function refuse_fail_reports() returns trigger language plpgsql as $$
-    begin
-      if new.report_id like 'FAIL-%' then raise exception 'refused for the test'; end if;
-      return new;
-    end $$;
-    create trigger refuse_fail_actions before insert on report_actions for each row execute function refuse_fail_reports();
-    create trigger refuse_fail_events before insert on events for each row execute function refuse_fail_reports();
-  `);
+  await refuseInserts(t.db.production, 'refuse_fail_reports', `new.report_id like 'FAIL-%'`, ['report_actions', 'events']);
 });
 afterAll(() => t.close());
 

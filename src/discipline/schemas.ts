@@ -4,6 +4,7 @@ import { Type, type Static } from 'typebox';
 import { ChatId } from '../agents/schemas.js';
 import { nullableString, stringEnum } from '../platform/http/schemas.js';
 import type { PunishmentRow } from '../punishments/queries.js';
+import { StoredProfile } from '../punishments/schemas.js';
 import { DELIVERY_KINDS, DELIVERY_STATUSES } from './queries.js';
 
 const Timestamp = Type.String({ format: 'date-time' });
@@ -82,14 +83,6 @@ export const CompleteBody = Type.Object(
   { additionalProperties: false },
 );
 export type CompleteBody = Static<typeof CompleteBody>;
-
-export const StoredProfile = Type.Object({
-  chat_id: Type.String(),
-  username: nullableString(),
-  global_name: nullableString(),
-  avatar: nullableString(),
-  updated_at: Timestamp,
-});
 
 export const ProfileResult = Type.Object({ success: Type.Literal(true), profile: StoredProfile });
 
