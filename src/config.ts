@@ -45,6 +45,8 @@ export interface Config {
   gameServerKey: string | undefined;
   /** A claimed queue item not completed within this is swept back (spec Limits: 10 minutes). */
   queueStaleTimeoutMs: number;
+  /** Connections per environment's PostgreSQL pool, per instance. */
+  databasePoolSize: number;
 }
 
 export class ConfigError extends Error {
@@ -127,6 +129,7 @@ export function parseConfig(env: Env): Config {
     gameRelayUrls: read('GAME_RELAY_URLS', [], (v) => parseList(v, parseHttpUrl)),
     gameServerKey: str('GAME_SERVER_KEY'),
     queueStaleTimeoutMs: read('QUEUE_STALE_TIMEOUT_SECONDS', 600, parseSeconds) * 1000,
+    databasePoolSize: read('DATABASE_POOL_SIZE', 10, parsePoolSize),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
@@ -180,6 +183,12 @@ function parseOrigin(raw: string): string {
     throw new Error(`"${raw}" is not a bare origin (scheme://host[:port])`);
   }
   return url.origin;
+}
+
+function parsePoolSize(raw: string): number {
+  const size = Number(raw);
+  if (!/^\d+$/.test(raw) || size < 1 || size > 100) throw new Error('expected a whole number from 1 to 100');
+  return size;
 }
 
 function parseSeconds(raw: string): number {

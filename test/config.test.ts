@@ -23,6 +23,7 @@ describe('parseConfig', () => {
       gameRelayUrls: [],
       gameServerKey: undefined,
       queueStaleTimeoutMs: 600_000,
+      databasePoolSize: 10,
     });
     expect(config.environments.production).toEqual({
       name: 'production',
@@ -66,6 +67,7 @@ describe('parseConfig', () => {
       LOG_LEVEL: 'WARN',
       TRUST_PROXY: 'true',
       QUEUE_STALE_TIMEOUT_SECONDS: '2.5',
+      DATABASE_POOL_SIZE: '16',
     });
     expect(config.port).toBe(8080);
     expect(config.environments.production.hosts).toEqual(['api.example.org', 'cases.example.org']);
@@ -88,6 +90,7 @@ describe('parseConfig', () => {
     expect(config.logLevel).toBe('warn');
     expect(config.trustProxy).toBe(true);
     expect(config.queueStaleTimeoutMs).toBe(2500);
+    expect(config.databasePoolSize).toBe(16);
   });
 
   it('leaves OAuth unconfigured (not an error) while any of its three values is missing', () => {
@@ -109,6 +112,8 @@ describe('parseConfig', () => {
     [{ QUEUE_STALE_TIMEOUT_SECONDS: '0' }, 'QUEUE_STALE_TIMEOUT_SECONDS: expected a number of seconds above 0, at most 86400'],
     [{ QUEUE_STALE_TIMEOUT_SECONDS: '-5' }, 'QUEUE_STALE_TIMEOUT_SECONDS: expected a number of seconds above 0'],
     [{ QUEUE_STALE_TIMEOUT_SECONDS: '10m' }, 'QUEUE_STALE_TIMEOUT_SECONDS: expected a number of seconds above 0'],
+    [{ DATABASE_POOL_SIZE: '0' }, 'DATABASE_POOL_SIZE: expected a whole number from 1 to 100'],
+    [{ DATABASE_POOL_SIZE: 'many' }, 'DATABASE_POOL_SIZE: expected a whole number from 1 to 100'],
     [{ TRUST_PROXY: 'maybe' }, 'TRUST_PROXY: expected true, false, or a list of proxy addresses/CIDRs'],
     [{ PRODUCTION_HOSTS: 'a.example.org', DEMO_HOSTS: 'A.example.org' }, 'PRODUCTION_HOSTS, DEMO_HOSTS: a.example.org listed in both'],
     [{ PRODUCTION_API_KEY: 'same', DEMO_API_KEY: 'same' }, 'PRODUCTION_API_KEY, DEMO_API_KEY: each environment needs its own key'],

@@ -22,6 +22,8 @@ const ITEMS = 20_000;
 const WARMUP_ITEMS = 2_000;
 const WORKERS = 32;
 const STALE_SECONDS = 3;
+/** One connection per worker on either side: two instances of 16, and the raw loop's 32. */
+const POOL_PER_INSTANCE = 16;
 const GOAL = { postgres: 0.6, pglite: 0.5 };
 const CLAIM_P99_GOAL_MS = 20;
 
@@ -112,10 +114,10 @@ function throughputLines(ctx: Context, http: Side, raw: Side): ResultLine[] {
 async function onPostgres(ctx: Context, pgUrl: string): Promise<ResultLine[]> {
   const dbs = await createBenchDatabases(pgUrl);
   countAsOurs('postgres');
-  const db = openPostgres({ connectionString: dbs.productionUrl, max: 20 });
+  const db = openPostgres({ connectionString: dbs.productionUrl, max: 2 * POOL_PER_INSTANCE });
   const children: Child[] = [];
   const spawn = async () => {
-    const { child } = await startService({ dataDir: freshDataDir(), ...dbs, extraEnv: { QUEUE_STALE_TIMEOUT_SECONDS: String(STALE_SECONDS) } });
+    const { child } = await startService({ dataDir: freshDataDir(), ...dbs, extraEnv: { QUEUE_STALE_TIMEOUT_SECONDS: String(STALE_SECONDS), DATABASE_POOL_SIZE: String(POOL_PER_INSTANCE) } });
     children.push(child);
     return child;
   };

@@ -75,6 +75,7 @@ export function defaultOpenDb(config: Config, log: FastifyBaseLogger): OpenDb {
     if (env.databaseUrl) {
       return openPostgres({
         connectionString: env.databaseUrl,
+        max: config.databasePoolSize,
         applicationName: `case-management-service:${env.name}`,
         onIdleError: (err) => log.error({ err, environment: env.name }, 'idle database connection failed'),
       });
