@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { STALE_FAILED_NOTE, STALE_REQUEUED_NOTE } from '../src/queue/sweep.js';
 import { refuseInserts } from './helpers/failures.js';
-import { createTestApp, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
+import { createTestApp, PRODUCTION_KEY, queueNotificationsDelivered, type TestApp } from './helpers/app.js';
 import { signedIn } from './helpers/identity.js';
 import { onPostgres } from './helpers/stores.js';
 
@@ -82,7 +82,11 @@ const events = async (reportId: string) =>
     )
   ).rows;
 
-const get = (url: string, headers: Record<string, string> = key) => t.app.inject({ method: 'GET', url, headers });
+/** A GET; a pickup waits until the app has heard of the rows this file wrote behind its back. */
+const get = async (url: string, headers: Record<string, string> = key) => {
+  if (url.startsWith('/actions/next')) await queueNotificationsDelivered(t);
+  return t.app.inject({ method: 'GET', url, headers });
+};
 const post = (url: string, headers: Record<string, string>, payload?: unknown) =>
   t.app.inject({ method: 'POST', url, headers, ...(payload === undefined ? {} : { payload: payload as object }) });
 const complete = (id: number | string, payload: unknown, headers: Record<string, string> = key) => post(`/actions/${id}/complete`, headers, payload);

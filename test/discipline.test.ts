@@ -4,7 +4,7 @@
 // The queue is global, so the pickup and list tests empty it first (tests of a file run in order).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STALE_FAILED_NOTE, STALE_REQUEUED_NOTE } from '../src/queue/sweep.js';
-import { createTestApp, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
+import { createTestApp, PRODUCTION_KEY, queueNotificationsDelivered, type TestApp } from './helpers/app.js';
 import { chatId, signedIn } from './helpers/identity.js';
 import { onPostgres } from './helpers/stores.js';
 
@@ -86,7 +86,11 @@ const itemEvents = async (app: TestApp, id: number) =>
     )
   ).rows as Row[];
 const emptyQueue = (app: TestApp) => app.db.production.query('delete from discipline_deliveries');
-const next = (app: TestApp, headers: Record<string, string> = key) => app.app.inject({ method: 'GET', url: '/discipline/next', headers });
+/** A pickup, once the app has heard of the rows this file wrote behind its back. */
+const next = async (app: TestApp, headers: Record<string, string> = key) => {
+  await queueNotificationsDelivered(app);
+  return app.app.inject({ method: 'GET', url: '/discipline/next', headers });
+};
 const secondsFromNow = (iso: string) => (Date.parse(iso) - Date.now()) / 1000;
 
 describe('GET /discipline/next', () => {

@@ -5,7 +5,7 @@ import { buildApp } from '../../src/app.js';
 import { parseConfig, type Config, type EnvironmentName } from '../../src/config.js';
 import { AUTH_CHANNEL } from '../../src/platform/auth/session-cache.js';
 import type { Db } from '../../src/platform/db/types.js';
-import { Environments, type OpenDb } from '../../src/platform/environments.js';
+import { Environments, QUEUE_CHANNEL, type OpenDb } from '../../src/platform/environments.js';
 import { createTestDatabase, type TestDatabase } from './stores.js';
 
 export const PRODUCTION_KEY = 'test-production-key-0123456789';
@@ -95,4 +95,24 @@ export async function authNotificationsDelivered(t: TestApp, env: EnvironmentNam
   });
   await t.environments.get(env)!.db.query('select pg_notify($1::text, $2::text)', [AUTH_CHANNEL, sentinel]);
   await heard;
+}
+
+/**
+ * Resolves once the app has heard every queue notification committed before this call: a test
+ * that writes queue rows behind the app's back (as another instance would) and then polls needs
+ * the app to know, as it would a few milliseconds later in production. One listening connection
+ * delivers in commit order, to the app's subscriber before this one.
+ */
+export async function queueNotificationsDelivered(t: TestApp, env: EnvironmentName = 'production'): Promise<void> {
+  const db = t.environments.get(env)!.db;
+  const sentinel = `sentinel-${process.pid}-${++sentinels}`;
+  let heard!: () => void;
+  const arrived = new Promise<void>((resolve) => (heard = resolve));
+  const unlisten = await db.listen(QUEUE_CHANNEL, { onNotify: (payload) => payload === sentinel && heard() });
+  try {
+    await db.query('select pg_notify($1::text, $2::text)', [QUEUE_CHANNEL, sentinel]);
+    await arrived;
+  } finally {
+    await unlisten();
+  }
 }
