@@ -1,95 +1,20 @@
-// The bot's reports on discipline deliveries and the requeue of failed ones (spec: States and
+// The bot's reports on discipline deliveries, POST /discipline/<id>/complete (spec: States and
 // transitions, Discipline delivery item; DESIGN.md on retry_after_seconds): each branch, the rows
 // and events written, and that a refused or failed request writes nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { refuseInserts } from './helpers/failures.js';
-import { createTestApp, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
-import { chatId, signedIn } from './helpers/identity.js';
+import type { TestApp } from './helpers/app.js';
+import { completionTools, key, openCompletionApp, REFUSED_NOTE, secondsFromNow } from './helpers/discipline.js';
+import { signedIn } from './helpers/identity.js';
 import { onPostgres } from './helpers/stores.js';
-
-const key = { authorization: PRODUCTION_KEY };
-type Row = Record<string, any>;
-
-/** Events with this note, or about this user, fail to insert: a failure late in a transaction. */
-const REFUSED_NOTE = 'REFUSE-THE-EVENT';
-const REFUSED_USER = '999000000000000001';
 
 let t: TestApp;
 beforeAll(async () => {
-  t = await createTestApp();
-  await refuseInserts(t.db.production, 'refuse_marked_events', `new.data->>'note' = '${REFUSED_NOTE}' or new.data->>'user_id' = '${REFUSED_USER}'`, ['events']);
+  t = await openCompletionApp();
 });
 afterAll(() => t.close());
 
-let seq = 0;
-const LETTERS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
-function punishmentId(): string {
-  const n = ++seq;
-  return `${LETTERS[n % 26]}${LETTERS[Math.floor(n / 26) % 26]}${n % 10}DC${Math.floor(n / 10) % 10}`;
-}
-
-async function makeReport(): Promise<string> {
-  const id = `DC-${process.pid}-${++seq}`;
-  await t.db.production.query(
-    `insert into reports (report_id, reporter, reported, reason, notes, evidence) values ($1::text, '300000000000000001', '300000000000000002', 'Harassment', '', '')`,
-    [id],
-  );
-  return id;
-}
-
-async function makePunishment(reportId: string | null = null): Promise<Row> {
-  const { rows } = await t.db.production.query(
-    `insert into punishments (punishment_id, user_id, reason, report_id) values ($1::text, $2::text, 'Spawn killing', $3::text) returning *`,
-    [punishmentId(), chatId(), reportId],
-  );
-  return rows[0]!;
-}
-
-interface ItemSeed {
-  kind?: 'issue' | 'revoke' | 'user_lookup';
-  reportId?: string | null;
-  userId?: string;
-  status?: string;
-  attempts?: number;
-  lastError?: string | null;
-}
-
-/** An item written straight into the queue: by default an issue delivery the bot has claimed once. */
-async function makeItem(seed: ItemSeed = {}): Promise<Row> {
-  const kind = seed.kind ?? 'issue';
-  const punishment = kind === 'user_lookup' ? null : await makePunishment(seed.reportId ?? null);
-  const status = seed.status ?? 'processing';
-  const { rows } = await t.db.production.query(
-    `insert into discipline_deliveries (kind, punishment_id, user_id, status, attempts, last_error, claimed_at, completed_at, updated_at)
-     values ($1::text, $2::text, $3::text, $4::text, $5::int, $6::text,
-             case when $4::text = 'processing' then now() - interval '5 seconds' end,
-             case when $4::text in ('success', 'failed', 'cancelled') then now() - interval '1 minute' end,
-             now() - interval '1 hour')
-     returning *`,
-    [kind, punishment?.punishment_id ?? null, seed.userId ?? punishment?.user_id ?? chatId(), status, seed.attempts ?? 1, seed.lastError ?? null],
-  );
-  return rows[0]!;
-}
-
-const itemRow = async (id: number) => (await t.db.production.query('select * from discipline_deliveries where item_id = $1::bigint', [id])).rows[0] as Row;
-const itemEvents = async (id: number) =>
-  (
-    await t.db.production.query(
-      `select type, actor_kind, actor_chat_id, report_id, before, after, data, correlation_id from events where (data->>'item_id')::bigint = $1::bigint order by id`,
-      [id],
-    )
-  ).rows as Row[];
-const profileRow = async (id: string) => (await t.db.production.query('select * from chat_profiles where chat_id = $1::text', [id])).rows[0] as Row | undefined;
-const post = (url: string, payload?: unknown, headers: Record<string, string> = key) =>
-  t.app.inject({ method: 'POST', url, headers, ...(payload === undefined ? {} : { payload: payload as object }) });
+const { makeReport, makeItem, itemRow, itemEvents, unchanged, post } = completionTools(() => t);
 const complete = (id: number, payload: unknown, headers?: Record<string, string>) => post(`/discipline/${id}/complete`, payload, headers);
-const secondsFromNow = (iso: string) => (Date.parse(iso) - Date.now()) / 1000;
-
-/** The item is as seeded and has no event: the request changed nothing. */
-async function unchanged(item: Row) {
-  expect(await itemRow(item.item_id)).toEqual(item);
-  expect(await itemEvents(item.item_id)).toEqual([]);
-}
 
 describe('POST /discipline/<item_id>/complete', () => {
   it('success: terminal, note and ref kept, delivery.completed carrying the report', async () => {
@@ -281,156 +206,6 @@ describe('POST /discipline/<item_id>/complete', () => {
       expect(res.json()).toMatchObject({ success: false, code: 'DATABASE_ERROR' });
       await unchanged(item);
     }
-  });
-});
-
-describe('POST /discipline/user-lookup/<item_id>/profile', () => {
-  const deliver = (id: number, payload: unknown) => post(`/discipline/user-lookup/${id}/profile`, payload);
-
-  it('stores the profile, completes the lookup, and answers idempotently on retry', async () => {
-    const userId = chatId();
-    const item = await makeItem({ kind: 'user_lookup', userId });
-    const payload = { chat_id: userId, username: 'nightowl', global_name: 'Night Owl', avatar: 'a1b2', banner: 'kept' };
-    const res = await deliver(item.item_id, payload);
-    expect(res.statusCode).toBe(200);
-    const body = res.json();
-    expect(body).toEqual({ success: true, profile: { chat_id: userId, username: 'nightowl', global_name: 'Night Owl', avatar: 'a1b2', updated_at: expect.any(String) } });
-    expect(await profileRow(userId)).toEqual({ chat_id: userId, username: 'nightowl', global_name: 'Night Owl', avatar: 'a1b2', profile: payload, updated_at: body.profile.updated_at });
-    const row = await itemRow(item.item_id);
-    expect(row).toMatchObject({ status: 'success', result_note: 'Profile captured' });
-    expect(row.completed_at).not.toBeNull();
-    const expectedEvents = [
-      {
-        type: 'delivery.completed',
-        actor_kind: 'bot',
-        actor_chat_id: null,
-        report_id: null,
-        before: { status: 'processing' },
-        after: { status: 'success' },
-        data: { item_id: item.item_id, kind: 'user_lookup', user_id: userId },
-        correlation_id: res.headers['x-request-id'],
-      },
-    ];
-    expect(await itemEvents(item.item_id)).toEqual(expectedEvents);
-
-    const retry = await deliver(item.item_id, { chat_id: userId, username: 'nightowl2' });
-    expect(retry.statusCode).toBe(200);
-    expect(retry.json().profile).toMatchObject({ chat_id: userId, username: 'nightowl2', global_name: null, avatar: null });
-    expect(await profileRow(userId)).toMatchObject({ username: 'nightowl2', profile: { chat_id: userId, username: 'nightowl2' } });
-    expect(await itemRow(item.item_id)).toEqual(row);
-    expect(await itemEvents(item.item_id)).toEqual(expectedEvents);
-  });
-
-  it('400 when chat_id is not the lookup target, nothing written', async () => {
-    const userId = chatId();
-    const other = chatId();
-    const item = await makeItem({ kind: 'user_lookup', userId });
-    const res = await deliver(item.item_id, { chat_id: other, username: 'someone' });
-    expect(res.statusCode).toBe(400);
-    expect(res.json()).toEqual({ success: false, code: 'VALIDATION_ERROR', error: `body.chat_id must match the lookup target ${userId}` });
-    const bad = await deliver(item.item_id, { username: 'someone' });
-    expect(bad.json()).toMatchObject({ error: 'body.chat_id is required' });
-    expect(await profileRow(userId)).toBeUndefined();
-    expect(await profileRow(other)).toBeUndefined();
-    await unchanged(item);
-  });
-
-  it('404 for an unknown item or one that is not a user_lookup', async () => {
-    const issue = await makeItem();
-    const res = await deliver(issue.item_id, { chat_id: issue.user_id });
-    expect(res.statusCode).toBe(404);
-    expect(res.json()).toEqual({ success: false, code: 'DISCIPLINE_NOT_FOUND', error: `Discipline item ${issue.item_id} not found` });
-    expect((await deliver(987654321, { chat_id: issue.user_id })).statusCode).toBe(404);
-    expect(await profileRow(issue.user_id)).toBeUndefined();
-    await unchanged(issue);
-  });
-
-  it('409 on a failed or cancelled lookup, nothing written', async () => {
-    for (const status of ['failed', 'cancelled']) {
-      const userId = chatId();
-      const item = await makeItem({ kind: 'user_lookup', userId, status });
-      const res = await deliver(item.item_id, { chat_id: userId, username: 'late' });
-      expect(res.statusCode).toBe(409);
-      expect(res.json()).toEqual({ success: false, code: 'DISCIPLINE_ALREADY_COMPLETED', error: `Discipline item ${item.item_id} is already completed (status ${status})` });
-      expect(await profileRow(userId)).toBeUndefined();
-      await unchanged(item);
-    }
-  });
-
-  it('is atomic: a failure writing the event stores no profile', async () => {
-    const item = await makeItem({ kind: 'user_lookup', userId: REFUSED_USER });
-    const res = await deliver(item.item_id, { chat_id: REFUSED_USER, username: 'ghost' });
-    expect(res.statusCode).toBe(500);
-    expect(await profileRow(REFUSED_USER)).toBeUndefined();
-    await unchanged(item);
-  });
-});
-
-describe('POST /discipline/<item_id>/requeue', () => {
-  const requeue = (id: number, headers: Record<string, string> = key) => post(`/discipline/${id}/requeue`, undefined, headers);
-
-  it('failed to pending with attempts reset, delivery.requeued by the agent', async () => {
-    const manager = await signedIn(t, { clearance: 4 });
-    const report = await makeReport();
-    const item = await makeItem({ reportId: report, status: 'failed', attempts: 3, lastError: 'Rate limited' });
-    const res = await requeue(item.item_id, manager.headers);
-    expect(res.statusCode).toBe(200);
-    const body = res.json();
-    expect(body.item).toMatchObject({ item_id: item.item_id, status: 'pending', attempts: 0, claimed_at: null, completed_at: null, last_error: 'Rate limited', punishment: { report_id: report } });
-    expect(Math.abs(secondsFromNow(body.item.available_at))).toBeLessThan(10);
-    expect(await itemRow(item.item_id)).toMatchObject({ status: 'pending', attempts: 0, completed_at: null, available_at: body.item.available_at });
-    expect(await itemEvents(item.item_id)).toEqual([
-      {
-        type: 'delivery.requeued',
-        actor_kind: 'agent',
-        actor_chat_id: manager.agent.chat_id,
-        report_id: report,
-        before: { status: 'failed', attempts: 3 },
-        after: { status: 'pending', attempts: 0 },
-        data: { item_id: item.item_id, kind: 'issue', punishment_id: item.punishment_id, last_error: 'Rate limited' },
-        correlation_id: res.headers['x-request-id'],
-      },
-    ]);
-    // The requeued item is handed out again.
-    await t.db.production.query(`update discipline_deliveries set status = 'cancelled' where status = 'pending' and item_id <> $1::bigint`, [item.item_id]);
-    const pickup = await t.app.inject({ method: 'GET', url: '/discipline/next', headers: key });
-    expect(pickup.json().item).toMatchObject({ item_id: item.item_id, attempts: 1 });
-  });
-
-  it('the key may requeue too', async () => {
-    const item = await makeItem({ status: 'failed' });
-    const res = await requeue(item.item_id);
-    expect(res.statusCode).toBe(200);
-    expect(await itemEvents(item.item_id)).toEqual([expect.objectContaining({ type: 'delivery.requeued', actor_kind: 'bot' })]);
-  });
-
-  it('409 NOT_FAILED unless failed, 404 when unknown, 403 below manage_punishments: nothing written', async () => {
-    for (const status of ['pending', 'processing', 'success', 'cancelled']) {
-      const item = await makeItem({ status });
-      const res = await requeue(item.item_id);
-      expect(res.statusCode).toBe(409);
-      expect(res.json()).toEqual({ success: false, code: 'NOT_FAILED', error: `Only a failed item can be requeued (status ${status})` });
-      await unchanged(item);
-    }
-    const missing = await requeue(987654321);
-    expect(missing.statusCode).toBe(404);
-    expect(missing.json().code).toBe('DISCIPLINE_NOT_FOUND');
-
-    const item = await makeItem({ status: 'failed' });
-    const viewer = await signedIn(t, { clearance: 3 });
-    const res = await requeue(item.item_id, viewer.headers);
-    expect(res.statusCode).toBe(403);
-    await unchanged(item);
-  });
-
-  it('409 LOOKUP_PENDING for a failed lookup whose user has a newer one outstanding', async () => {
-    const userId = chatId();
-    const failed = await makeItem({ kind: 'user_lookup', userId, status: 'failed' });
-    await makeItem({ kind: 'user_lookup', userId, status: 'pending', attempts: 0 });
-    const res = await requeue(failed.item_id);
-    expect(res.statusCode).toBe(409);
-    expect(res.json()).toEqual({ success: false, code: 'LOOKUP_PENDING', error: `A user lookup is already pending for ${userId}` });
-    await unchanged(failed);
   });
 });
 

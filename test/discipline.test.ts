@@ -1,15 +1,13 @@
 // The discipline queue as the bot and the dashboard see it (spec: Punishments and discipline;
 // States and transitions, Discipline delivery item): pickup with its expiry and stale sweeps, the
-// pending list and user lookups. Completion, profiles and requeues: discipline-completion.test.ts.
+// pending list and user lookups. Completion: discipline-completion.test.ts; profiles and requeues: discipline-profile.test.ts.
 // The queue is global, so the pickup and list tests empty it first (tests of a file run in order).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STALE_FAILED_NOTE, STALE_REQUEUED_NOTE } from '../src/queue/sweep.js';
-import { createTestApp, PRODUCTION_KEY, queueNotificationsDelivered, type TestApp } from './helpers/app.js';
+import { createTestApp, queueNotificationsDelivered, type TestApp } from './helpers/app.js';
+import { itemEvents, itemRow, key, makeItem, makePunishment, makeReport, secondsFromNow, type Row } from './helpers/discipline.js';
 import { chatId, signedIn } from './helpers/identity.js';
 import { onPostgres } from './helpers/stores.js';
-
-const key = { authorization: PRODUCTION_KEY };
-type Row = Record<string, any>;
 
 let t: TestApp;
 beforeAll(async () => {
@@ -17,81 +15,12 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-let seq = 0;
-const LETTERS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
-/** A fresh id of the AA0AA0 form. */
-function punishmentId(): string {
-  const n = ++seq;
-  return `${LETTERS[n % 26]}${LETTERS[Math.floor(n / 26) % 26]}${n % 10}DQ${Math.floor(n / 10) % 10}`;
-}
-
-async function makeReport(app: TestApp): Promise<string> {
-  const id = `DQ-${process.pid}-${++seq}`;
-  await app.db.production.query(
-    `insert into reports (report_id, reporter, reported, reason, notes, evidence) values ($1::text, '300000000000000001', '300000000000000002', 'Harassment', '', '')`,
-    [id],
-  );
-  return id;
-}
-
-interface PunishmentSeed {
-  reportId?: string | null;
-  /** Seconds from now; negative is past. */
-  expiresIn?: number;
-}
-
-async function makePunishment(app: TestApp, seed: PunishmentSeed = {}): Promise<Row> {
-  const { rows } = await app.db.production.query(
-    `insert into punishments (punishment_id, user_id, reason, report_id, expires_at)
-     values ($1::text, $2::text, 'Spawn killing', $3::text, case when $4::double precision is null then null else now() + make_interval(secs => $4::double precision) end)
-     returning *`,
-    [punishmentId(), chatId(), seed.reportId ?? null, seed.expiresIn ?? null],
-  );
-  return rows[0]!;
-}
-
-interface ItemSeed {
-  kind?: 'issue' | 'revoke' | 'expire' | 'user_lookup';
-  punishment?: Row;
-  userId?: string;
-  status?: string;
-  attempts?: number;
-  /** Seconds from now for available_at (and created_at); negative is past. */
-  availableIn?: number;
-  /** Seconds ago the item was claimed. */
-  claimedAgo?: number;
-}
-
-/** An item written straight into the queue; an issue of a fresh punishment by default. */
-async function makeItem(app: TestApp, seed: ItemSeed = {}): Promise<Row> {
-  const kind = seed.kind ?? 'issue';
-  const punishment = kind === 'user_lookup' ? null : (seed.punishment ?? (await makePunishment(app)));
-  const { rows } = await app.db.production.query(
-    `insert into discipline_deliveries (kind, punishment_id, user_id, status, attempts, available_at, created_at, claimed_at)
-     values ($1::text, $2::text, $3::text, $4::text, $5::int, now() + make_interval(secs => $6::double precision),
-             now() + make_interval(secs => least($6::double precision, 0)),
-             case when $7::double precision is null then null else now() - make_interval(secs => $7::double precision) end)
-     returning *`,
-    [kind, punishment?.punishment_id ?? null, seed.userId ?? punishment?.user_id ?? chatId(), seed.status ?? 'pending', seed.attempts ?? 0, seed.availableIn ?? 0, seed.claimedAgo ?? null],
-  );
-  return rows[0]!;
-}
-
-const itemRow = async (app: TestApp, id: number) => (await app.db.production.query('select * from discipline_deliveries where item_id = $1::bigint', [id])).rows[0] as Row;
-const itemEvents = async (app: TestApp, id: number) =>
-  (
-    await app.db.production.query(
-      `select type, actor_kind, actor_chat_id, report_id, before, after, data, correlation_id from events where (data->>'item_id')::bigint = $1::bigint order by id`,
-      [id],
-    )
-  ).rows as Row[];
 const emptyQueue = (app: TestApp) => app.db.production.query('delete from discipline_deliveries');
 /** A pickup, once the app has heard of the rows this file wrote behind its back. */
 const next = async (app: TestApp, headers: Record<string, string> = key) => {
   await queueNotificationsDelivered(app);
   return app.app.inject({ method: 'GET', url: '/discipline/next', headers });
 };
-const secondsFromNow = (iso: string) => (Date.parse(iso) - Date.now()) / 1000;
 
 describe('GET /discipline/next', () => {
   it('204 with an empty body when nothing is due', async () => {
