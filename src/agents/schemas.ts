@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { RANKS } from '../platform/auth/permissions.js';
-import { nullableString, stringEnum } from '../platform/http/schemas.js';
+import { nullableString, stringEnum, timestamp } from '../platform/http/schemas.js';
 import { AGENT_STATUSES } from './queries.js';
 
 const nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -21,8 +21,8 @@ export const Agent = Type.Object(
     clearance_id: nullable(Type.String()),
     clearance_level: nullable(Type.Integer()),
     is_trainer: Type.Boolean(),
-    created_at: Type.String({ format: 'date-time' }),
-    updated_at: Type.String({ format: 'date-time' }),
+    created_at: timestamp(),
+    updated_at: timestamp(),
   },
   { $id: 'Agent', title: 'Agent' },
 );

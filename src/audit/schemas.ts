@@ -1,6 +1,6 @@
 // GET /audit (spec: Audit log): the canonical events, searched, filtered, sorted and paged in SQL.
 import { Type, type Static } from 'typebox';
-import { nullableString, stringEnum } from '../platform/http/schemas.js';
+import { nullableString, stringEnum, timestamp } from '../platform/http/schemas.js';
 
 export const AUDIT_SORTS = ['newest', 'oldest', 'event', 'by', 'report'] as const;
 export type AuditSort = (typeof AUDIT_SORTS)[number];
@@ -33,7 +33,7 @@ export const AuditEvent = Type.Object({
   data: Type.Unknown(),
   correlation_id: Type.String(),
   is_supervisor: Type.Boolean(),
-  created_at: Type.String({ format: 'date-time' }),
+  created_at: timestamp(),
   text: Type.String({ description: 'One-line description; chat ids replaced by [id]' }),
 });
 

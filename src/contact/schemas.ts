@@ -1,6 +1,6 @@
 // Contact threads with the reporter (spec: Contact threads).
 import { Type, type Static } from 'typebox';
-import { nullableString } from '../platform/http/schemas.js';
+import { nullableString, timestamp } from '../platform/http/schemas.js';
 
 export const ReportParams = Type.Object({ report_id: Type.String({ minLength: 1, maxLength: 64 }) });
 export type ReportParams = Static<typeof ReportParams>;
@@ -22,7 +22,7 @@ export const ContactMessage = Type.Object({
   body: Type.String(),
   sender_chat_id: nullableString(),
   sender_name: nullableString(),
-  created_at: Type.String({ format: 'date-time' }),
+  created_at: timestamp(),
 });
 
 export const ContactThread = Type.Object({

@@ -2,13 +2,11 @@
 // Discipline delivery item). Bodies are strict; the profile body is the shared chat profile object.
 import { Type, type Static } from 'typebox';
 import { ChatId } from '../agents/schemas.js';
-import { nullableString, stringEnum } from '../platform/http/schemas.js';
+import { nullableString, nullableTimestamp, stringEnum, timestamp } from '../platform/http/schemas.js';
 import type { PunishmentRow } from '../punishments/queries.js';
 import { StoredProfile } from '../punishments/schemas.js';
 import { DELIVERY_KINDS, DELIVERY_STATUSES } from './queries.js';
 
-const Timestamp = Type.String({ format: 'date-time' });
-const nullableTimestamp = (description?: string) => Type.Unsafe<string | null>({ type: ['string', 'null'], format: 'date-time', ...(description ? { description } : {}) });
 
 /** The longest pause a transient failure may ask for: an hour. */
 export const MAX_RETRY_AFTER_SECONDS = 3600;
@@ -22,15 +20,15 @@ export const DeliveryItem = Type.Object(
     surface: stringEnum(['chat'] as const, { description: 'Where the bot delivers: the chat platform' }),
     status: stringEnum(DELIVERY_STATUSES),
     attempts: Type.Integer({ description: 'Times the item was handed out' }),
-    available_at: Type.String({ format: 'date-time', description: 'Not handed out before this time (paced retries)' }),
+    available_at: timestamp('Not handed out before this time (paced retries)'),
     result_note: nullableString(),
     last_error: nullableString(),
     ref: nullableString({ description: 'What the bot reported it created, e.g. a message id' }),
     requested_by: nullableString({ description: 'Chat id of the agent who asked' }),
     claimed_at: nullableTimestamp(),
     completed_at: nullableTimestamp(),
-    created_at: Timestamp,
-    updated_at: Timestamp,
+    created_at: timestamp(),
+    updated_at: timestamp(),
     punishment: Type.Unsafe<PunishmentRow | null>({
       type: ['object', 'null'],
       additionalProperties: true,

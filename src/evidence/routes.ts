@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { isSupervisorRank } from '../platform/auth/permissions.js';
 import type { Queryable } from '../platform/db/types.js';
-import { COMMON_ERRORS, errorResponses, nullableString } from '../platform/http/schemas.js';
+import { COMMON_ERRORS, errorResponses, nullableString, timestamp } from '../platform/http/schemas.js';
 import { REPORT_STATUSES, type ReportStatus } from '../reports/queries.js';
 
 const ReportSummary = Type.Object({
@@ -23,7 +23,7 @@ const EvidenceItem = Type.Object({
   submitted_by: nullableString(),
   submitted_by_id: nullableString({ description: 'Chat id of the submitting agent' }),
   submitted_by_name: nullableString({ description: "The submitting agent's name, when known" }),
-  created_at: Type.String({ format: 'date-time' }),
+  created_at: timestamp(),
   report: ReportSummary,
 });
 

@@ -2,7 +2,7 @@
 // server-managed fields get their own message before the generic unknown-field one (routes.ts).
 import { Type, type Static } from 'typebox';
 import { ChatId } from '../agents/schemas.js';
-import { nullableString, stringEnum } from '../platform/http/schemas.js';
+import { nullableString, nullableTimestamp, stringEnum, timestamp } from '../platform/http/schemas.js';
 import { PUNISHMENT_STATUSES } from './queries.js';
 
 /** Fields the service writes itself; a client naming one gets a 400 that says so. */
@@ -21,8 +21,6 @@ export const SERVER_MANAGED_FIELDS = [
 ] as const;
 
 const Status = stringEnum(PUNISHMENT_STATUSES, { description: 'Active and Appealed are in force; Expired and Revoked are set by the service' });
-const Timestamp = Type.String({ format: 'date-time' });
-const nullableTimestamp = (description?: string) => Type.Unsafe<string | null>({ type: ['string', 'null'], format: 'date-time', ...(description ? { description } : {}) });
 
 /** What a client may set, at creation and in a PATCH (same bounds as the table's checks). */
 const editable = {
@@ -69,7 +67,7 @@ export const StoredProfile = Type.Object({
   username: nullableString(),
   global_name: nullableString(),
   avatar: nullableString(),
-  updated_at: Timestamp,
+  updated_at: timestamp(),
 });
 
 const DeliveryState = Type.Object({
@@ -80,9 +78,9 @@ const DeliveryState = Type.Object({
   result_note: nullableString(),
   last_error: nullableString(),
   ref: nullableString(),
-  available_at: Timestamp,
+  available_at: timestamp(),
   completed_at: nullableTimestamp(),
-  updated_at: Timestamp,
+  updated_at: timestamp(),
 });
 
 export const Punishment = Type.Object({
@@ -103,8 +101,8 @@ export const Punishment = Type.Object({
   revoked_by: nullableString(),
   revoke_reason: nullableString(),
   expired_at: nullableTimestamp(),
-  created_at: Timestamp,
-  updated_at: Timestamp,
+  created_at: timestamp(),
+  updated_at: timestamp(),
   delivery: Type.Union([DeliveryState, Type.Null()], { description: 'The latest discipline delivery of this punishment' }),
   profile: Type.Union([StoredProfile, Type.Null()], { description: "The user's stored chat profile, when one is on record" }),
 });

@@ -1,11 +1,9 @@
 // The bot's report action queues (spec: Report action queues; States and transitions, Report
 // queue action). Response fields follow the report_actions columns (queries.ts ReportActionRow).
 import { Type, type Static } from 'typebox';
-import { nullableString, stringEnum } from '../platform/http/schemas.js';
+import { nullableString, nullableTimestamp, stringEnum, timestamp } from '../platform/http/schemas.js';
 import { ACTION_KINDS, ACTION_STATUSES } from './queries.js';
 
-const timestamp = (description?: string) => Type.String({ format: 'date-time', ...(description ? { description } : {}) });
-const nullableTimestamp = (description: string) => Type.Union([timestamp(), Type.Null()], { description });
 
 export const ReportBasics = Type.Object(
   {

@@ -2,7 +2,7 @@
 // their answers is the full report (queries.ts loadFullReport), described permissively here so
 // these routes do not depend on the report routes' own schema file.
 import { Type, type Static } from 'typebox';
-import { stringEnum } from '../platform/http/schemas.js';
+import { stringEnum, timestamp } from '../platform/http/schemas.js';
 
 export const REPORT_ACTIONS = ['validate', 'invalidate', 'investigate', 'contact_reporter', 'claim'] as const;
 export type ReportAction = (typeof REPORT_ACTIONS)[number];
@@ -50,7 +50,7 @@ export const Note = Type.Object({
   author_kind: Type.String(),
   author_chat_id: nullableText,
   author_name: nullableText,
-  created_at: Type.String({ format: 'date-time' }),
+  created_at: timestamp(),
 });
 export const NoteResult = Type.Object({ success: Type.Literal(true), note: Note, report: FullReport });
 
@@ -61,7 +61,7 @@ export const Evidence = Type.Object({
   url: Type.String(),
   submitted_by: nullableText,
   submitted_by_id: nullableText,
-  created_at: Type.String({ format: 'date-time' }),
+  created_at: timestamp(),
 });
 export const EvidenceResult = Type.Object({ success: Type.Literal(true), evidence: Evidence, report: FullReport });
 
@@ -72,6 +72,6 @@ export const TimelineEntry = Type.Object({
   actor_kind: Type.String(),
   actor_chat_id: nullableText,
   actor_name: nullableText,
-  created_at: Type.String({ format: 'date-time' }),
+  created_at: timestamp(),
 });
 export const TimelineResult = Type.Object({ success: Type.Literal(true), event: TimelineEntry, report: FullReport });

@@ -2,11 +2,10 @@
 // so that bad input is a 400 naming the field rather than a database error.
 import { Type, type Static } from 'typebox';
 import { ChatId } from '../agents/schemas.js';
-import { nullableString, stringEnum } from '../platform/http/schemas.js';
+import { nullableString, stringEnum, timestamp } from '../platform/http/schemas.js';
 import { REPORT_STATUSES, SETTABLE_STATUSES } from './queries.js';
 
 const nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
-const Timestamp = Type.String({ format: 'date-time' });
 /** The migration's check is `~* '^https?://'`; whitespace is refused too, a URL has none. */
 const HTTP_URL = '^[hH][tT][tT][pP][sS]?://[^\\s]+$';
 
@@ -29,9 +28,9 @@ export const ReportSchema = Type.Object(
     is_supervisor: Type.Boolean(),
     thread_id: nullable(Type.String()),
     evidence_url: nullable(Type.String()),
-    investigation_started_at: nullable(Timestamp),
-    created_at: Timestamp,
-    updated_at: Timestamp,
+    investigation_started_at: nullable(timestamp()),
+    created_at: timestamp(),
+    updated_at: timestamp(),
   },
   { title: 'Report' },
 );
@@ -43,8 +42,8 @@ export const RestrictedReportSchema = Type.Object(
     is_supervisor: Type.Literal(true),
     restricted: Type.Literal(true),
     status: ReportStatus,
-    created_at: Timestamp,
-    updated_at: Timestamp,
+    created_at: timestamp(),
+    updated_at: timestamp(),
   },
   { title: 'RestrictedReport' },
 );
@@ -55,7 +54,7 @@ export const ChatProfileSchema = Type.Object({
   global_name: nullable(Type.String()),
   avatar: nullable(Type.String()),
   profile: Type.Unknown({ description: 'The whole profile object the bot delivered' }),
-  updated_at: Timestamp,
+  updated_at: timestamp(),
 });
 
 export const FullReportSchema = Type.Object(
@@ -63,7 +62,7 @@ export const FullReportSchema = Type.Object(
     ...ReportSchema.properties,
     assigned_agent_name: nullable(Type.String()),
     notes_list: Type.Array(
-      Type.Object({ id: Type.Integer(), note: Type.String(), author_chat_id: nullable(Type.String()), author_name: nullable(Type.String()), created_at: Timestamp }),
+      Type.Object({ id: Type.Integer(), note: Type.String(), author_chat_id: nullable(Type.String()), author_name: nullable(Type.String()), created_at: timestamp() }),
     ),
     evidence_list: Type.Array(
       Type.Object({
@@ -73,7 +72,7 @@ export const FullReportSchema = Type.Object(
         submitted_by: nullable(Type.String()),
         submitted_by_id: nullable(Type.String()),
         submitted_by_name: nullable(Type.String()),
-        created_at: Timestamp,
+        created_at: timestamp(),
       }),
     ),
     timeline: Type.Array(
@@ -84,7 +83,7 @@ export const FullReportSchema = Type.Object(
         actor_kind: Type.String(),
         actor_chat_id: nullable(Type.String()),
         actor_name: nullable(Type.String()),
-        created_at: Timestamp,
+        created_at: timestamp(),
       }),
     ),
     // Typed loosely because loadFullReport returns the snapshots as plain records.
@@ -141,7 +140,7 @@ export const DeleteReportBody = Type.Object(
 
 export const DeleteReportResult = Type.Object({
   success: Type.Literal(true),
-  deleted: Type.Object({ report_id: Type.String(), deleted_at: Timestamp }),
+  deleted: Type.Object({ report_id: Type.String(), deleted_at: timestamp() }),
 });
 
 export const SORTS = ['newest', 'oldest', 'updated'] as const;

@@ -29,3 +29,13 @@ export function stringEnum<const T extends readonly string[]>(values: T, options
 export function nullableString(options: { minLength?: number; maxLength?: number; pattern?: string; description?: string } = {}) {
   return Type.Unsafe<string | null>({ type: ['string', 'null'], ...options });
 }
+
+/** A timestamp as both drivers render them: ISO-8601 UTC with milliseconds. */
+export function timestamp(description?: string) {
+  return Type.String({ format: 'date-time', ...(description ? { description } : {}) });
+}
+
+/** A timestamp or null (a time that has not happened yet). */
+export function nullableTimestamp(description?: string) {
+  return Type.Unsafe<string | null>({ type: ['string', 'null'], format: 'date-time', ...(description ? { description } : {}) });
+}
