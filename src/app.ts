@@ -27,6 +27,7 @@ import { auditRoutes } from './audit/routes.js';
 import { actionQueueRoutes } from './queue/routes.js';
 import { punishmentRoutes } from './punishments/routes.js';
 import { disciplineRoutes } from './discipline/routes.js';
+import { adminRoutes } from './admin/routes.js';
 
 export interface BuildAppOptions {
   config: Config;
@@ -104,6 +105,7 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
     await api.register(actionQueueRoutes);
     await api.register(punishmentRoutes);
     await api.register(disciplineRoutes);
+    await api.register(adminRoutes, { config });
     if (extraRoutes) await api.register(async (scope) => extraRoutes(scope as unknown as FastifyInstance));
   });
 

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EnvironmentName } from '../src/config.js';
+import { DEMO_ADMIN_HISTORY } from '../src/demo/seed-admin.js';
 import { openPglite } from '../src/platform/db/pglite.js';
 import type { Db } from '../src/platform/db/types.js';
 import { createTestDatabase, onPostgres, storeName, type TestDatabase } from './helpers/stores.js';
@@ -93,7 +94,7 @@ describe(`npm run cli -- bootstrap / seed-demo on ${storeName}`, () => {
   it('seed-demo seeds the demo database; bootstrap promotes an onboarding agent; seed-demo again resets it', async () => {
     const seeded = await cli(['seed-demo']);
     expect(seeded).toMatchObject({ code: 0, stderr: '' });
-    expect(seeded.stdout).toMatch(/^demo: reset and seeded: 13 agents, 4 admin_allowlist, 10 reports, 4 report_notes, 5 report_evidence, 18 report_timeline, 2 contact_threads, 4 contact_messages, 20 chat_profiles, 7 report_actions, 8 punishments, 11 discipline_deliveries$/m);
+    expect(seeded.stdout).toMatch(/^demo: reset and seeded: 13 agents, 4 admin_allowlist, 10 reports, 4 report_notes, 5 report_evidence, 18 report_timeline, 2 contact_threads, 4 contact_messages, 20 chat_profiles, 7 report_actions, 8 punishments, 11 discipline_deliveries, 8 audit_log, 3 health_incidents$/m);
     const before = await inspect('demo', (db) => state(db, TRAINEE_ID));
     expect(before).toMatchObject({ agent: { status: 'onboarding', clearance_level: 1 }, allowlist: undefined, audit: [] });
 
@@ -112,8 +113,13 @@ describe(`npm run cli -- bootstrap / seed-demo on ${storeName}`, () => {
 
     const reseeded = await cli(['seed-demo']);
     expect(reseeded.code).toBe(0);
-    const reset = await inspect('demo', async (db) => ({ ...(await state(db, TRAINEE_ID)), audit_rows: (await db.query('select 1 from audit_log')).rowCount }));
-    expect(reset).toMatchObject({ agent: { status: 'onboarding', agent_rank: 'Agent', clearance_level: 1 }, allowlist: undefined, audit_rows: 0 });
+    const reset = await inspect('demo', async (db) => ({
+      ...(await state(db, TRAINEE_ID)),
+      bootstrap_rows: (await db.query("select 1 from audit_log where action = 'agent.bootstrapped'")).rowCount,
+      audit_rows: (await db.query('select 1 from audit_log')).rowCount,
+    }));
+    // The bootstrap's row went with the reset; what remains is the seeded admin history.
+    expect(reset).toMatchObject({ agent: { status: 'onboarding', agent_rank: 'Agent', clearance_level: 1 }, allowlist: undefined, bootstrap_rows: 0, audit_rows: DEMO_ADMIN_HISTORY.length });
   });
 
   it.each([

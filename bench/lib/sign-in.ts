@@ -26,10 +26,15 @@ export async function signIn(serviceUrl: string, options: SignInOptions): Promis
     headers: json,
     body: JSON.stringify({ status: 'active', clearance_level: options.clearance }),
   });
+  return browserSignIn(serviceUrl, options.chatId);
+}
+
+/** The browser half alone, for an agent that already exists and may sign in (e.g. bootstrapped in SQL). */
+export async function browserSignIn(serviceUrl: string, chatId: string): Promise<string> {
   const login = await call(`${serviceUrl}/auth/chat/login`, {});
   const state = new URL(login.headers.get('location')!).searchParams.get('state')!;
   const stateCookie = cookieOf(login, 'cms_oauth_state')!;
-  const callback = await call(`${serviceUrl}/auth/chat/callback?code=${options.chatId}&state=${encodeURIComponent(state)}`, {
+  const callback = await call(`${serviceUrl}/auth/chat/callback?code=${chatId}&state=${encodeURIComponent(state)}`, {
     headers: { cookie: stateCookie },
   });
   const session = cookieOf(callback, 'cms_session');

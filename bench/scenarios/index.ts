@@ -1,4 +1,5 @@
 import type { Scenario } from '../types.js';
+import { adminHealth } from './admin-health.js';
 import { authMe } from './auth-me.js';
 import { reportCreate } from './report-create.js';
 import { reportsAtScale } from './reports-at-scale.js';
@@ -9,4 +10,4 @@ import { queuePoll } from './queue-poll.js';
 import { root } from './root.js';
 
 /** Run order; a new scenario is one file in this folder plus one entry here. */
-export const scenarios: Scenario[] = [root, generateCase, authMe, embeddedStartup, reportCreate, reportsAtScale, queuePoll, queueDrain];
+export const scenarios: Scenario[] = [root, generateCase, authMe, embeddedStartup, reportCreate, reportsAtScale, queuePoll, queueDrain, adminHealth];

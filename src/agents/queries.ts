@@ -1,5 +1,5 @@
 // Agent rows, read and written in one place. Chat ids are text: snowflakes exceed 2^53.
-import type { Queryable } from '../platform/db/types.js';
+import type { Queryable, Tx } from '../platform/db/types.js';
 
 export const AGENT_STATUSES = ['onboarding', 'active', 'suspended', 'inactive'] as const;
 export type AgentStatus = (typeof AGENT_STATUSES)[number];
@@ -86,4 +86,29 @@ export async function updateAgent(db: Queryable, chatId: string, changes: AgentC
     [chatId, ...fields.map((field) => changes[field] ?? null)],
   );
   return rows[0]!;
+}
+
+export interface LockedAgent extends AgentRow {
+  /** An active admin allowlist entry exists. */
+  allowlisted: boolean;
+  /** An allowlist entry exists at all (active or not). */
+  listed: boolean;
+}
+
+/**
+ * Locks agents and their allowlist entries in chat id order (the same order for every caller, so
+ * no deadlock), then reads them. Two statements on purpose: a locking join re-evaluates only the
+ * locked rows after waiting, and would pair a fresh agent row with the allowlist row of the old
+ * snapshot; the second statement starts after the locks are held and sees every committed change.
+ */
+export async function lockAgents(tx: Tx, chatIds: readonly string[]): Promise<Map<string, LockedAgent>> {
+  const ids = [...new Set(chatIds)].sort();
+  await tx.query('select chat_id from agents where chat_id = any($1::text[]) order by chat_id for update', [ids]);
+  await tx.query('select chat_id from admin_allowlist where chat_id = any($1::text[]) order by chat_id for update', [ids]);
+  const { rows } = await tx.query<LockedAgent>(
+    `select ${agentColumns('a')}, coalesce(l.active, false) as allowlisted, l.chat_id is not null as listed
+     from agents a left join admin_allowlist l on l.chat_id = a.chat_id where a.chat_id = any($1::text[])`,
+    [ids],
+  );
+  return new Map(rows.map((row) => [row.chat_id, row]));
 }

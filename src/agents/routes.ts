@@ -2,14 +2,15 @@
 // with different rules: the bot may set onboarding fields but never the rank; the dashboard path
 // is an admin capability with a reason, Director-only rank and clearance changes, no self-edits.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
 import { recordAudit } from '../platform/audit.js';
-import { requireAdmin } from '../platform/auth/guards.js';
-import { isDirector, rankIndex } from '../platform/auth/permissions.js';
+import { lockAdmins } from '../admin/trail.js';
+import { requireAdmin, sessionAgent } from '../platform/auth/guards.js';
+import { rankIndex } from '../platform/auth/permissions.js';
+import { assertDirectorRemains, assertMayAdminister, mayRemoveDirector } from './administration.js';
 import { errors } from '../platform/errors.js';
 import { actorOf } from '../platform/http/request-context.js';
 import { COMMON_ERRORS, errorResponses } from '../platform/http/schemas.js';
-import { findAgent, insertAgent, listAgents, updateAgent, type AgentChanges, type AgentRow } from './queries.js';
+import { findAgent, insertAgent, listAgents, lockAgents, updateAgent, type AgentRow, type LockedAgent } from './queries.js';
 import { AgentList, AgentListQuery, AgentParams, AgentResult, CreateAgentBody, UpdateAgentBody } from './schemas.js';
 
 const tags = ['Agents'];
@@ -90,11 +91,14 @@ export const agentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         if (refused) throw errors.validation(`body.${refused} is not an accepted field for the bot`);
       }
       const agent = await request.environment.db.transaction(async (tx) => {
-        const before = await findAgent(tx, request.params.chat_id, { forUpdate: true });
-        if (!before) throw errors.notFound(`Agent ${request.params.chat_id}`);
-        if (dashboard) assertDashboardMayChange(request, before, changes);
+        const targetId = request.params.chat_id;
+        const locked = dashboard ? await lockAdmins(tx, request, 'admin_agents', [targetId]) : await lockAgents(tx, [targetId]);
+        const before = locked.get(targetId);
+        if (!before) throw errors.notFound(`Agent ${targetId}`);
+        if (dashboard) assertMayAdminister(locked.get(sessionAgent(request).chat_id)!, before, changes);
         const after = await updateAgent(tx, before.chat_id, changes);
-        await recordAudit(tx, { actor: actorOf(request), action: 'agent.updated', target: before.chat_id, reason, before, after, correlationId: request.id });
+        if (mayRemoveDirector(before, changes) && before.allowlisted) await assertDirectorRemains(tx);
+        await recordAudit(tx, { actor: actorOf(request), action: 'agent.updated', target: before.chat_id, reason, before: withoutLock(before), after, correlationId: request.id });
         return after;
       });
       // Other instances hear the change through the database; this one forgets it right away.
@@ -104,16 +108,7 @@ export const agentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   );
 };
 
-/** Re-checked against the locked row, so a concurrent promotion cannot slip past the rules. */
-function assertDashboardMayChange(request: FastifyRequest, target: AgentRow, changes: AgentChanges): void {
-  const caller = request.principal?.kind === 'session' ? request.principal.agent : undefined;
-  if (!caller) return;
-  if (caller.chat_id === target.chat_id) throw errors.forbidden('You cannot modify your own agent record', 'SELF_MODIFICATION');
-  const director = isDirector(caller.agent_rank);
-  if (!director && rankIndex(target.agent_rank) > rankIndex(caller.agent_rank)) {
-    throw errors.forbidden('You cannot modify an agent ranked above yourself', 'RANK_HIERARCHY');
-  }
-  const rankChange = changes.agent_rank !== undefined && changes.agent_rank !== target.agent_rank;
-  const clearanceChange = changes.clearance_level !== undefined && changes.clearance_level !== target.clearance_level;
-  if ((rankChange || clearanceChange) && !director) throw errors.forbidden('Director access required', 'DIRECTOR_REQUIRED');
+/** The agent row alone, without the allowlist flags the lock read with it. */
+function withoutLock({ allowlisted: _allowlisted, listed: _listed, ...agent }: LockedAgent): AgentRow {
+  return agent;
 }

@@ -2,6 +2,7 @@
 // writing one part of the organisation inside the caller's transaction; later parts (reports,
 // punishments, scenarios) are added as steps here, and their tables to RESET_TABLES below.
 import type { Db, Tx } from '../platform/db/types.js';
+import { seedAdmin } from './seed-admin.js';
 import { seedQueues } from './seed-queues.js';
 import { seedReports } from './seed-reports.js';
 
@@ -110,7 +111,7 @@ async function seedAllowlist(tx: Tx): Promise<SeedCounts> {
   return { admin_allowlist: rowCount };
 }
 
-const steps: readonly SeedStep[] = [seedAgents, seedAllowlist, seedReports, seedQueues];
+const steps: readonly SeedStep[] = [seedAgents, seedAllowlist, seedReports, seedQueues, seedAdmin];
 
 /**
  * Every table of demo data, children before parents (a delete never trips a foreign key). A new
@@ -131,6 +132,7 @@ export const RESET_TABLES: readonly { table: string; where?: string }[] = [
   { table: 'chat_profiles' },
   { table: 'reports' },
   { table: 'audit_log' },
+  { table: 'health_incidents' },
   { table: 'events' },
   { table: 'oauth_states' },
   { table: 'admin_allowlist' },
@@ -138,7 +140,8 @@ export const RESET_TABLES: readonly { table: string; where?: string }[] = [
 ];
 /** Tables a reset leaves alone (checked by the tests: every other table must be in RESET_TABLES). */
 // report_counts is derived: the triggers on reports keep it right through the deletes above.
-export const PRESERVED_TABLES: readonly string[] = ['schema_migrations', 'sessions', 'report_counts'];
+// health_state is the status last recorded by this deployment's health checks, not demo data.
+export const PRESERVED_TABLES: readonly string[] = ['schema_migrations', 'sessions', 'report_counts', 'health_state'];
 
 // Seeding and resetting take one advisory lock: two instances starting together, or two resets
 // at once, run one after the other instead of deadlocking on each other's rows.

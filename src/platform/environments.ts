@@ -27,11 +27,19 @@ export interface Environment {
   readonly idleQueues: ChangeCache<true>;
   /** Claimed queue items older than this are swept back (QUEUE_STALE_TIMEOUT_SECONDS). */
   readonly staleTimeoutMs: number;
+  /**
+   * A schema reload on this instance: drops every cache above and the prepared statements of the
+   * pooled connections, so a schema changed out of band is picked up without a restart. Run by
+   * POST /admin/schema/reload at once and on every instance hearing SCHEMA_RELOAD_CHANNEL.
+   */
+  reloadSchema(): void;
 }
 
 export const REPORTS_CHANNEL = 'cms_reports_changed';
 export const EVENTS_CHANNEL = 'cms_events_changed';
 export const QUEUE_CHANNEL = 'cms_queue_changed';
+/** Notified by POST /admin/schema/reload (payload: its correlation id); nothing else sends it. */
+export const SCHEMA_RELOAD_CHANNEL = 'cms_schema_reload';
 
 /** A cache that is live while its channel is heard and cleared by every notification on it. */
 function clearedBy(db: Db, channel: string, cache: ChangeCache<unknown>) {
@@ -57,6 +65,7 @@ function clearingOnCommit(db: Db, onCommit: () => void): Db {
       return result;
     },
     listen: (channel, listener) => db.listen(channel, listener),
+    resetStatements: () => db.resetStatements(),
     close: () => db.close(),
   };
 }
@@ -151,6 +160,13 @@ export class Environments {
     const auditPages = new ChangeCache<EventSearchResult>();
     const idleQueues = new ChangeCache<true>(10_000);
     let db: Db | undefined;
+    const reloadSchema = () => {
+      sessions.clear();
+      reportPages.clear();
+      auditPages.clear();
+      idleQueues.clear();
+      db?.resetStatements();
+    };
     try {
       db = await this.options.openDb(envConfig);
       await migrate(db);
@@ -163,6 +179,20 @@ export class Environments {
       await clearedBy(db, REPORTS_CHANNEL, reportPages);
       await clearedBy(db, EVENTS_CHANNEL, auditPages);
       await clearedBy(db, QUEUE_CHANNEL, idleQueues);
+      // A reload sent while this instance was not listening is made up for once it listens again
+      // (the caches above are off meanwhile; the prepared statements are not).
+      let missed = false;
+      await db.listen(SCHEMA_RELOAD_CHANNEL, {
+        onNotify: (correlationId) => {
+          this.options.log.info({ environment: name, correlation_id: correlationId }, 'schema reload: caches and prepared statements dropped');
+          reloadSchema();
+        },
+        onReady: () => {
+          if (missed) db?.resetStatements();
+          missed = false;
+        },
+        onLost: () => (missed = true),
+      });
     } catch (err) {
       await db?.close().catch(() => undefined);
       if (!isUnreachable(err)) throw err;
@@ -181,6 +211,7 @@ export class Environments {
       auditPages,
       idleQueues,
       staleTimeoutMs: this.config.queueStaleTimeoutMs,
+      reloadSchema,
     });
     this.options.log.info({ environment: name, store: db.kind }, 'environment ready');
   }

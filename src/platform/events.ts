@@ -31,6 +31,8 @@ export type EventType =
   | 'admin.access_removed'
   | 'admin.report_corrected'
   | 'admin.schema_reloaded'
+  /** Beyond the spec's table: PATCH /admin/agents (every admin mutation writes its event; docs/decisions.md). */
+  | 'admin.agent_updated'
   | `SESSION_${string}`
   | 'SCENARIO_ACTIVATED'
   | 'TRAINER_RELEASED_EVIDENCE'

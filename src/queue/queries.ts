@@ -1,6 +1,7 @@
 // The report action queue (spec: Report action queues): rows are enqueued inside the transaction
 // of the change that asks the bot to act, so a rolled-back change never reaches the bot.
 import type { Queryable, Tx } from '../platform/db/types.js';
+import { errors } from '../platform/errors.js';
 
 export const ACTION_KINDS = ['claim', 'investigate', 'validate', 'invalidate', 'contact_reporter', 'contact_message', 'contact_closed'] as const;
 export type ActionKind = (typeof ACTION_KINDS)[number];
@@ -158,6 +159,24 @@ export async function actionWithReport(db: Queryable, actionId: number): Promise
 }
 
 export const ACTION_STATUSES = ['pending', 'processing', 'success', 'failed', 'cancelled'] as const;
+
+/** A `status` query parameter: a comma list of action statuses, each known (400 otherwise). */
+export function parseActionStatuses(list: string): string[] {
+  const values = list.split(',').map((s) => s.trim());
+  const bad = values.find((s) => !(ACTION_STATUSES as readonly string[]).includes(s));
+  if (bad !== undefined) throw errors.validation(`querystring.status: unknown status "${bad}" (allowed: ${ACTION_STATUSES.join(', ')})`);
+  return [...new Set(values)];
+}
+
+/** Pending or processing to cancelled (an admin's decision): the bot's completion then answers 409. */
+export async function cancelAction(tx: Tx, actionId: number, reason: string): Promise<ReportActionRow> {
+  const { rows } = await tx.query<ReportActionRow>(
+    `update report_actions set status = 'cancelled', result_note = $2::text, claimed_at = null, completed_at = now(), updated_at = now()
+     where action_id = $1::bigint returning *`,
+    [actionId, reason],
+  );
+  return rows[0]!;
+}
 
 /**
  * Actions in the given statuses, oldest first (queue order), with their report basics, and how

@@ -16,13 +16,13 @@ import {
   claimNextAction,
   completeAction,
   listActions,
-  lockAction,
-  requeueAction,
+  parseActionStatuses,
   type QueuedAction,
   type QueueName,
 } from './queries.js';
 import { ActionList, ActionParams, ActionResult, CompleteBody, NothingPending, QueueListQuery } from './schemas.js';
 import { unlessIdle } from './idle.js';
+import { requeueFailedAction } from './requeue.js';
 import { sweepBeforePickup } from './sweep.js';
 
 const tags = ['Report action queues'];
@@ -34,13 +34,6 @@ function assertMayWorkSupervisorQueue(request: FastifyRequest): void {
   if (request.principal?.kind === 'session' && !hasRank(request.principal.agent.agent_rank, 'Senior Agent')) {
     throw errors.forbidden('Senior Agent rank required', 'RANK_REQUIRED');
   }
-}
-
-function parseStatuses(list: string): string[] {
-  const values = list.split(',').map((s) => s.trim());
-  const bad = values.find((s) => !(ACTION_STATUSES as readonly string[]).includes(s));
-  if (bad !== undefined) throw errors.validation(`querystring.status: unknown status "${bad}" (allowed: ${ACTION_STATUSES.join(', ')})`);
-  return [...new Set(values)];
 }
 
 /** Read after the commit: the action as the caller sees it, with its report basics. */
@@ -115,7 +108,7 @@ export const actionQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
         const query = request.query;
         const { count, actions } = await listActions(request.environment.db, {
           queue,
-          statuses: parseStatuses(query.status ?? 'pending,processing'),
+          statuses: parseActionStatuses(query.status ?? 'pending,processing'),
           limit: query.limit ?? 200,
           offset: query.offset ?? 0,
         });
@@ -163,23 +156,7 @@ export const actionQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const id = request.params.action_id;
       const db = request.environment.db;
-      await db.transaction(async (tx) => {
-        const action = await lockAction(tx, id);
-        if (!action) throw errors.actionNotFound(id);
-        if (action.queue === 'supervisor') assertMayWorkSupervisorQueue(request);
-        if (action.status !== 'failed') throw errors.conflict(`Only a failed action can be requeued (status ${action.status})`, 'NOT_FAILED');
-        const requeued = await requeueAction(tx, id);
-        await recordEvent(tx, {
-          type: 'queue.action_requeued',
-          actor: actorOf(request),
-          correlationId: request.id,
-          reportId: action.report_id,
-          isSupervisor: action.queue === 'supervisor',
-          before: { status: 'failed', attempts: action.attempts },
-          after: { status: requeued.status, attempts: requeued.attempts },
-          data: { action_id: id, kind: action.kind, queue: action.queue },
-        });
-      });
+      await db.transaction((tx) => requeueFailedAction(tx, request, id, () => assertMayWorkSupervisorQueue(request)));
       return { success: true as const, action: await readAction(db, id) };
     },
   );

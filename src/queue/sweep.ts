@@ -14,7 +14,7 @@ export const DEFAULT_STALE_TIMEOUT_MS = 10 * 60 * 1000;
 /** Hand-outs before a stale item fails for good (the literal 3 is also in the partial indexes). */
 export const RETRY_CAP = 3;
 /** Rows moved by one sweep at most; the next pickup carries on. */
-const SWEEP_BATCH = 500;
+export const SWEEP_BATCH = 500;
 
 export type SweptQueue = 'report_actions' | 'discipline_deliveries';
 

@@ -189,10 +189,15 @@ export function fullReportOfCreated(
   return { ...created, notes_list: [], evidence_list: evidence ? [evidence] : [], timeline: [timeline], chat_profiles: created.chat_profiles };
 }
 
-/** Columns PATCH /reports/<id>/update may write, with their casts (the set is closed: no SQL from input). */
+/**
+ * Columns PATCH /reports/<id>/update and the admin correction may write, with their casts (the set
+ * is closed: no SQL from input); each route's schema decides which of them its callers may send.
+ */
 const UPDATABLE_COLUMNS = {
   reporter: 'text',
   reported: 'text',
+  reporter_name: 'text',
+  reported_name: 'text',
   notes: 'text',
   reason: 'text',
   status: 'text',

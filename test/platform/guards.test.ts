@@ -6,7 +6,7 @@ import { assertAssignedAgent, assertMaySeeSupervisor, requireAdmin, sessionAgent
 import type { Rank } from '../../src/platform/auth/permissions.js';
 import { AppError } from '../../src/platform/errors.js';
 
-const agent = (chat_id: string, agent_rank: Rank, clearance_level: number) => ({ chat_id, agent_rank, clearance_level }) as AgentRow;
+const agent = (chat_id: string, agent_rank: Rank, clearance_level: number, status = 'active') => ({ chat_id, agent_rank, clearance_level, status }) as AgentRow;
 const asSession = (a: AgentRow, allowlisted = false) => ({ principal: { kind: 'session', agent: a, allowlisted, token: 't' } }) as unknown as FastifyRequest;
 const asKey = { principal: { kind: 'key' } } as unknown as FastifyRequest;
 
@@ -32,6 +32,12 @@ describe('requireAdmin', () => {
       error: 'Not an admin user',
       code: 'NOT_ADMIN',
     });
+  });
+
+  it('needs an active agent: an allowlisted onboarding or suspended agent is not an admin', () => {
+    for (const status of ['onboarding', 'suspended']) {
+      expect(refusal(() => requireAdmin(asSession(agent('1', 'Director', 5, status), true), 'admin_health'))).toMatchObject({ code: 'NOT_ADMIN' });
+    }
   });
 
   it('needs the capability clearance', () => {

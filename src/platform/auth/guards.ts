@@ -2,8 +2,8 @@
 // auth and permission run first (request-context.ts); these add the rules that depend on data.
 import type { FastifyRequest } from 'fastify';
 import type { AgentRow } from '../../agents/queries.js';
-import { errors } from '../errors.js';
-import { hasPermission, isDirector, isSupervisorRank, MINIMUM_CLEARANCES, type Permission } from './permissions.js';
+import { errors, type AppError } from '../errors.js';
+import { isDirector, isSupervisorRank, MINIMUM_CLEARANCES } from './permissions.js';
 
 /** Admin capabilities (spec: System administration). `admin_access` is the allowlist itself. */
 export const ADMIN_CAPABILITIES = ['admin_health', 'admin_queue', 'admin_audit', 'admin_agents', 'admin_reports', 'admin_schema', 'admin_access'] as const;
@@ -16,26 +16,29 @@ export function sessionAgent(request: FastifyRequest): AgentRow {
   return request.principal.agent;
 }
 
-function capabilityAllowed(agent: AgentRow, capability: AdminCapability): boolean {
-  if (DIRECTOR_ONLY.has(capability) && !isDirector(agent.agent_rank)) return false;
-  return capability === 'admin_access' || hasPermission(agent, capability as Permission);
-}
-
 /** What the dashboard may offer this agent: computed here so the client never decides. */
 export function adminCapabilities(agent: AgentRow, allowlisted: boolean): Record<AdminCapability, boolean> {
-  return Object.fromEntries(ADMIN_CAPABILITIES.map((c) => [c, allowlisted && capabilityAllowed(agent, c)])) as Record<AdminCapability, boolean>;
+  return Object.fromEntries(ADMIN_CAPABILITIES.map((c) => [c, adminRefusal(agent, allowlisted, c) === undefined])) as Record<AdminCapability, boolean>;
 }
 
 /**
- * require_admin (spec Authentication 7): a session, an active allowlist entry, the capability's
- * clearance, and Director rank for the Director-only capabilities.
+ * Why require_admin (spec Authentication 7) refuses this agent the capability, or undefined when
+ * it does not: an active agent on the active allowlist, the capability's clearance, and Director
+ * rank for the Director-only capabilities. Also run inside admin transactions on the locked row.
  */
+export function adminRefusal(agent: AgentRow, allowlisted: boolean, capability: AdminCapability): AppError | undefined {
+  if (!allowlisted || agent.status !== 'active') return errors.forbidden('Not an admin user', 'NOT_ADMIN');
+  if (DIRECTOR_ONLY.has(capability) && !isDirector(agent.agent_rank)) return errors.forbidden('Director access required', 'DIRECTOR_REQUIRED');
+  if (capability !== 'admin_access' && (agent.clearance_level ?? 0) < MINIMUM_CLEARANCES[capability]) return errors.insufficientClearance();
+  return undefined;
+}
+
+/** require_admin for a handler: the signed-in agent when it holds the capability, else the refusal. */
 export function requireAdmin(request: FastifyRequest, capability: AdminCapability): AgentRow {
   const agent = sessionAgent(request);
-  // The allowlist flag was read with the live agent row in this very request.
-  if (request.principal?.kind !== 'session' || !request.principal.allowlisted) throw errors.forbidden('Not an admin user', 'NOT_ADMIN');
-  if (DIRECTOR_ONLY.has(capability) && !isDirector(agent.agent_rank)) throw errors.forbidden('Director access required', 'DIRECTOR_REQUIRED');
-  if (capability !== 'admin_access' && (agent.clearance_level ?? 0) < MINIMUM_CLEARANCES[capability]) throw errors.insufficientClearance();
+  const allowlisted = request.principal?.kind === 'session' && request.principal.allowlisted;
+  const refusal = adminRefusal(agent, allowlisted, capability);
+  if (refusal) throw refusal;
   return agent;
 }
 

@@ -53,6 +53,8 @@ export async function findSessionAgent(db: Queryable, environment: EnvironmentNa
      left join admin_allowlist l on l.chat_id = a.chat_id
      where s.token_hash = $1::text and s.expires_at > now() and a.status = any($2::text[])`,
     [hashToken(token), SIGN_IN_STATUSES],
+    // Every admin request reads it live (and every request on a cold cache): planned once per connection.
+    { name: 'find_session_agent' },
   );
   const row = rows[0];
   if (!row) return undefined;

@@ -83,6 +83,8 @@ export async function openPglite(options: PgliteOptions = {}): Promise<Db & { du
       listener.onReady?.();
       return () => unlisten();
     },
+    // Every query is parsed unnamed (see query above): no prepared statement outlives its call.
+    resetStatements: () => undefined,
     async close() {
       try {
         if (!pg.closed) await pg.close();

@@ -30,7 +30,30 @@ export function openPostgres(options: PostgresOptions): Db {
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', (err) => options.onIdleError?.(err));
 
-  const run = async (target: pg.Pool | pg.PoolClient, text: string, values?: readonly unknown[], options?: QueryOptions) => {
+  // resetStatements(): every client remembers the generation it was opened in, and one opened
+  // before the latest reset is destroyed at checkout, so the pool opens a fresh one in its place.
+  // Replacing the connection rather than sending `deallocate all` on it keeps to pg's public API
+  // (pg tracks what it prepared in a private per-connection map that would have to be cleared in
+  // step) and resets everything else a session caches too. It costs one reconnect per pooled
+  // connection after a reload, an operator's rare action.
+  let generation = 0;
+  const openedIn = new WeakMap<pg.PoolClient, number>();
+  pool.on('connect', (client) => openedIn.set(client, generation));
+
+  const checkout = async (): Promise<pg.PoolClient> => {
+    for (;;) {
+      let client: pg.PoolClient;
+      try {
+        client = await pool.connect();
+      } catch (err) {
+        throw DbError.from(err);
+      }
+      if (openedIn.get(client) === generation) return client;
+      client.release(true);
+    }
+  };
+
+  const run = async (target: pg.PoolClient, text: string, values?: readonly unknown[], options?: QueryOptions) => {
     try {
       const result = options?.name
         ? await target.query<Row>({ name: options.name, text, values: values as unknown[] | undefined })
@@ -42,11 +65,32 @@ export function openPostgres(options: PostgresOptions): Db {
   };
 
   // Several statements without parameters: pg answers with one result per statement.
-  const execOn = async (target: pg.Pool | pg.PoolClient, sql: string) => {
+  const execOn = async (target: pg.PoolClient, sql: string) => {
     try {
       await target.query(sql);
     } catch (err) {
       throw DbError.from(err);
+    }
+  };
+
+  /**
+   * One call on a checked-out client, as `pool.query` does it: a client whose statement failed is
+   * destroyed rather than reused, and while checked out its connection dropping rejects the call
+   * instead of crashing the process (the pool's own error listener is off the client meanwhile).
+   */
+  const once = async <T>(use: (client: pg.PoolClient) => Promise<T>): Promise<T> => {
+    const client = await checkout();
+    const ignore = () => undefined;
+    client.on('error', ignore);
+    let failure: Error | undefined;
+    try {
+      return await use(client);
+    } catch (err) {
+      failure = err as Error;
+      throw err;
+    } finally {
+      client.off('error', ignore);
+      client.release(failure);
     }
   };
 
@@ -55,16 +99,11 @@ export function openPostgres(options: PostgresOptions): Db {
   const db: Db = {
     kind: 'postgres',
     async query<R>(text: string, values?: readonly unknown[], options?: QueryOptions) {
-      return (await run(pool, text, values, options)) as QueryResult<R>;
+      return (await once((client) => run(client, text, values, options))) as QueryResult<R>;
     },
-    exec: (sql) => execOn(pool, sql),
+    exec: (sql) => once((client) => execOn(client, sql)),
     async transaction(fn) {
-      let client: pg.PoolClient;
-      try {
-        client = await pool.connect();
-      } catch (err) {
-        throw DbError.from(err);
-      }
+      const client = await checkout();
       const { tx, end } = createTx((text, values, options) => run(client, text, values, options), (sql) => execOn(client, sql));
       let broken: Error | undefined;
       try {
@@ -82,6 +121,9 @@ export function openPostgres(options: PostgresOptions): Db {
       }
     },
     listen: (channel, subscriber) => listener.listen(channel, subscriber),
+    resetStatements: () => {
+      generation++;
+    },
     close: () => (closing ??= Promise.all([listener.close(), pool.end()]).then(() => undefined)),
   };
   return db;

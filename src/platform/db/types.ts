@@ -53,6 +53,13 @@ export interface Db extends Queryable {
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   /** LISTEN on a channel (PostgreSQL: a dedicated connection, re-established when lost). */
   listen(channel: string, listener: Listener): Promise<() => Promise<void>>;
+  /**
+   * Forgets the statements prepared on pooled connections, after a schema change made out of band
+   * (a prepared `returning *` whose table gained a column fails with "cached plan must not change
+   * result type"). PostgreSQL: each pooled connection is replaced at its next checkout. PGlite
+   * prepares no named statements: nothing to forget.
+   */
+  resetStatements(): void;
   close(): Promise<void>;
 }
 

@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { AgentRow } from '../../agents/queries.js';
 import { apiKeyMatches } from '../auth/api-key.js';
+import { adminRefusal, type AdminCapability } from '../auth/guards.js';
 import { hasPermission, type Permission } from '../auth/permissions.js';
 import { findSessionAgent, hashToken, SESSION_COOKIE, type SessionAgent } from '../auth/sessions.js';
 import type { Environment, Environments } from '../environments.js';
@@ -22,6 +23,12 @@ declare module 'fastify' {
     /** Required on every route: checked when the route is added. */
     auth?: AuthMode;
     permission?: Permission;
+    /**
+     * require_admin (spec Authentication 7) for an administration route: checked before the body
+     * is read, against the session row read live (never the session cache), so a grant, revoke
+     * or demotion applies to the very next admin request on every instance.
+     */
+    admin?: AdminCapability;
     /** Opt in to application/x-www-form-urlencoded bodies (report creation). */
     acceptsForm?: boolean;
   }
@@ -64,7 +71,8 @@ async function resolveEnvironment(environments: Environments, request: FastifyRe
   request.environment = environment;
 }
 
-async function resolveSession(environment: Environment, token: string): Promise<SessionAgent | undefined> {
+async function resolveSession(environment: Environment, token: string, live: boolean): Promise<SessionAgent | undefined> {
+  if (live) return findSessionAgent(environment.db, environment.name, token);
   const tokenHash = hashToken(token);
   const cached = environment.sessions.get(tokenHash);
   if (cached) return cached;
@@ -75,7 +83,7 @@ async function resolveSession(environment: Environment, token: string): Promise<
 }
 
 async function authenticate(request: FastifyRequest, allowedOrigins: ReadonlySet<string>): Promise<void> {
-  const { auth, permission } = request.routeOptions.config;
+  const { auth, permission, admin } = request.routeOptions.config;
   if (auth === undefined || auth === 'none') return;
   const header = request.headers.authorization;
   if (header !== undefined) {
@@ -88,7 +96,7 @@ async function authenticate(request: FastifyRequest, allowedOrigins: ReadonlySet
   }
   const token = request.cookies[SESSION_COOKIE];
   if (auth === 'key' || token === undefined) throw errors.unauthorized();
-  const session = await resolveSession(request.environment, token);
+  const session = await resolveSession(request.environment, token, admin !== undefined);
   if (session === undefined) throw errors.unauthorized('Session expired or not valid here: sign in again');
   const { agent, allowlisted } = session;
   // A cookie rides along on cross-site requests; a state change from a foreign page is refused.
@@ -97,6 +105,10 @@ async function authenticate(request: FastifyRequest, allowedOrigins: ReadonlySet
     throw errors.forbidden(`Origin ${origin} may not change data`, 'ORIGIN_NOT_ALLOWED');
   }
   if (permission !== undefined && !hasPermission(agent, permission)) throw errors.insufficientClearance();
+  if (admin !== undefined) {
+    const refusal = adminRefusal(agent, allowlisted, admin);
+    if (refusal) throw refusal;
+  }
   request.principal = { kind: 'session', agent, allowlisted, token };
 }
 
@@ -107,9 +119,12 @@ export const requestContextPlugin = fp(
 
     // Fail closed at startup rather than open at runtime: a route must say what it accepts.
     app.addHook('onRoute', (route) => {
-      const auth = (route.config as { auth?: AuthMode } | undefined)?.auth;
-      if (auth === undefined && !route.url.startsWith('/docs')) {
+      const config = route.config as { auth?: AuthMode; admin?: AdminCapability } | undefined;
+      if (config?.auth === undefined && !route.url.startsWith('/docs')) {
         throw new Error(`Route ${String(route.method)} ${route.url} does not declare config.auth`);
+      }
+      if (config?.admin !== undefined && config.auth !== 'session') {
+        throw new Error(`Admin route ${String(route.method)} ${route.url} must be session only`);
       }
     });
 

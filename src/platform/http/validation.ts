@@ -36,6 +36,10 @@ export function describeValidationError(context: string, problems: Partial<Error
       return `${context}${path}.${String(params.additionalProperty)} is not an accepted field`;
     case 'type':
       return `${context}${path} must be ${([] as unknown[]).concat(params.type).join(' or ')}`;
+    case 'pattern':
+      // '\\S' is the schemas' way of saying "not only whitespace".
+      if (params.pattern === '\\S') return `${context}${path} must not be blank`;
+      return `${context}${path} ${problem.message ?? 'is invalid'}`;
     case 'enum':
       return `${context}${path} must be one of: ${(params.allowedValues as unknown[]).join(', ')}`;
     default:

@@ -1,0 +1,137 @@
+// GET /admin/health (spec: System administration): ten sections, each ok, warn or error, and the
+// incident history. The spec leaves the inner fields open; every measurement is declared here
+// (what each means and its thresholds: docs/operations.md, "Health").
+import { Type, type Static, type TProperties } from 'typebox';
+import { nullableTimestamp, stringEnum, timestamp } from '../platform/http/schemas.js';
+
+export const HEALTH_STATUSES = ['ok', 'warn', 'error'] as const;
+export type HealthStatus = (typeof HEALTH_STATUSES)[number];
+
+/** The nine measured sections, in the spec's order; `overall` is the worst of them. */
+export const SECTION_NAMES = ['database', 'api', 'actions', 'queue', 'agents', 'evidence', 'auth', 'audit', 'events'] as const;
+export type SectionName = (typeof SECTION_NAMES)[number];
+
+const Status = stringEnum(HEALTH_STATUSES);
+const nullableNumber = (description: string) => Type.Unsafe<number | null>({ type: ['number', 'null'], description });
+const nullableInteger = (description: string) => Type.Unsafe<number | null>({ type: ['integer', 'null'], description });
+const nullableBoolean = (description: string) => Type.Unsafe<boolean | null>({ type: ['boolean', 'null'], description });
+const count = (description: string) => nullableInteger(`${description} (counting stops at 10,000: a capped count means at least that many)`);
+const StatusesByName = Type.Record(Type.String(), Status, { description: 'The sections that are not ok, by name' });
+
+/**
+ * A section: its status, why it is not ok, and the measurements behind it. A measurement is null
+ * when it could not be taken (the database did not answer in time) or there is nothing to measure.
+ */
+function section<P extends TProperties>(description: string, measurements: P) {
+  return Type.Object(
+    {
+      status: Status,
+      reasons: Type.Array(Type.String(), { description: 'Why the section is not ok (empty when ok), or why it could not be measured' }),
+      ...measurements,
+    },
+    { additionalProperties: false, description },
+  );
+}
+
+export const DatabaseSection = section('The environment database: reachable in time, migrations current', {
+  store: stringEnum(['pglite', 'postgres'] as const),
+  round_trip_ms: nullableNumber('One trivial statement, on a connection already held'),
+  query_ms: nullableNumber('The statement that reads every measurement below'),
+  migrations_applied: nullableInteger('Highest migration version recorded in the database'),
+  migrations_expected: Type.Integer({ description: 'Highest migration file this instance ships' }),
+  migrations_current: nullableBoolean('Applied and expected agree'),
+});
+
+export const ApiSection = section('This instance of the service', {
+  version: Type.String({ description: 'package.json version' }),
+  node_version: Type.String(),
+  pid: Type.Integer(),
+  uptime_s: Type.Number({ description: 'Seconds since this process started' }),
+  rss_mb: Type.Number({ description: 'Resident memory of this process' }),
+  heap_used_mb: Type.Number(),
+});
+
+const queueMeasurements = (oldestPending: string) => ({
+  pending: count('Items waiting for the bot'),
+  processing: count('Items handed out and not completed'),
+  failed: count('Items that failed for good and wait for an admin (requeue or cancel)'),
+  oldest_pending_age_s: nullableNumber(oldestPending),
+  oldest_processing_age_s: nullableNumber('Seconds since the oldest processing item was handed out'),
+  stale_after_s: Type.Number({ description: 'The stale timeout: a claim older than this is swept back on the next pickup' }),
+});
+
+export const ActionsSection = section(
+  'The report action queue (report_actions): work the bot carries out on reports',
+  queueMeasurements('Seconds since the oldest pending action was enqueued'),
+);
+
+export const QueueSection = section('The discipline delivery queue (discipline_deliveries) and its sweeps (stale claims, punishment expiry)', {
+  ...queueMeasurements('Seconds since the oldest pending delivery fell due (0 when none is due yet)'),
+  oldest_overdue_expiry_s: nullableNumber('Seconds since a punishment still in force should have expired (null when none is overdue)'),
+});
+
+export const AgentsSection = section('Agents and the admin allowlist', {
+  active: nullableInteger('Agents whose status is active'),
+  admins_active: nullableInteger('Active agents with an active allowlist entry'),
+  directors_active: nullableInteger('Of those, Directors (needed to manage the allowlist)'),
+  admins_not_active: nullableInteger('Active allowlist entries of agents that are not active'),
+});
+
+export const EvidenceSection = section('Evidence rows attached to reports', {
+  newest_at: nullableTimestamp('When the newest evidence row was added'),
+  newest_age_s: nullableNumber('Seconds since then'),
+});
+
+export const AuthSection = section('Credentials and integrations of this environment', {
+  api_key_configured: Type.Boolean({ description: "The bot's API key is set" }),
+  oauth_configured: nullableBoolean('Chat-platform sign-in is configured (null: not known to this route)'),
+  realtime_configured: Type.Boolean({ description: 'Realtime signing secret, URL and anon key are all set' }),
+  sessions_active: count('Unexpired browser sessions'),
+});
+
+export const AuditSection = section('The admin audit trail (audit_log)', {
+  newest_at: nullableTimestamp('When the newest audit row was written'),
+  newest_age_s: nullableNumber('Seconds since then'),
+  newest_admin_event_at: nullableTimestamp('When the newest admin.* event was written'),
+  admin_events_audited: nullableBoolean('The newest admin event has its audit row (an audit row at its time or later)'),
+});
+
+export const EventsSection = section('The canonical event log (events)', {
+  newest_at: nullableTimestamp('When the newest event was written'),
+  newest_age_s: nullableNumber('Seconds since then'),
+});
+
+export const OverallSection = Type.Object(
+  { status: Status, sections: StatusesByName },
+  { additionalProperties: false, description: 'The worst status of the nine sections' },
+);
+
+export const HealthIncident = Type.Object(
+  {
+    id: Type.Integer(),
+    status_before: Status,
+    status_after: Status,
+    sections: StatusesByName,
+    correlation_id: Type.String({ description: 'The request whose computation recorded the change' }),
+    created_at: timestamp('When the measurement that saw the change was read'),
+  },
+  { additionalProperties: false },
+);
+
+export const HealthResult = Type.Object({
+  success: Type.Literal(true),
+  checked_at: timestamp('When the measurements were read (the database clock; this instance\'s when the database did not answer)'),
+  overall: OverallSection,
+  database: DatabaseSection,
+  api: ApiSection,
+  actions: ActionsSection,
+  queue: QueueSection,
+  agents: AgentsSection,
+  evidence: EvidenceSection,
+  auth: AuthSection,
+  audit: AuditSection,
+  events: EventsSection,
+  incidents: Type.Array(HealthIncident, { description: 'Changes of the overall status, newest first, at most 50' }),
+});
+export type HealthResult = Static<typeof HealthResult>;
+export type HealthSections = Omit<HealthResult, 'success' | 'checked_at' | 'overall' | 'incidents'>;

@@ -1,0 +1,36 @@
+// Failed back to pending (spec: States and transitions, Report queue action), shared by the
+// queue's own requeue route and the admin one: the same checks, the same state change and event.
+import type { FastifyRequest } from 'fastify';
+import type { Tx } from '../platform/db/types.js';
+import { errors } from '../platform/errors.js';
+import { recordEvent } from '../platform/events.js';
+import { actorOf } from '../platform/http/request-context.js';
+import { lockAction, requeueAction, type ReportActionRow } from './queries.js';
+
+export interface Requeued {
+  before: ReportActionRow;
+  after: ReportActionRow;
+}
+
+/**
+ * Locks the action, refuses anything but a failed one (409 NOT_FAILED), resets it to pending with
+ * a fresh retry budget and writes queue.action_requeued. `onSupervisorQueue` vets the caller for a supervisor-queue action, on the locked row.
+ */
+export async function requeueFailedAction(tx: Tx, request: FastifyRequest, actionId: number, onSupervisorQueue?: (action: ReportActionRow) => void): Promise<Requeued> {
+  const before = await lockAction(tx, actionId);
+  if (!before) throw errors.actionNotFound(actionId);
+  if (before.queue === 'supervisor') onSupervisorQueue?.(before);
+  if (before.status !== 'failed') throw errors.conflict(`Only a failed action can be requeued (status ${before.status})`, 'NOT_FAILED');
+  const after = await requeueAction(tx, actionId);
+  await recordEvent(tx, {
+    type: 'queue.action_requeued',
+    actor: actorOf(request),
+    correlationId: request.id,
+    reportId: before.report_id,
+    isSupervisor: before.queue === 'supervisor',
+    before: { status: before.status, attempts: before.attempts },
+    after: { status: after.status, attempts: after.attempts },
+    data: { action_id: actionId, kind: before.kind, queue: before.queue },
+  });
+  return { before, after };
+}
