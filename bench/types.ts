@@ -5,6 +5,8 @@ export interface MeasureOptions {
   body?: string;
   /** autocannon replaces `[<id>]` in the body with a fresh id per request (unique keys). */
   idReplacement?: boolean;
+  /** The path (and query) of each request, called once per request: varied ids, offsets, filters. */
+  path?: () => string;
   /** Defaults to the run's --connections. */
   connections?: number;
   /** Seconds; defaults to the run's --duration. */

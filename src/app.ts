@@ -28,6 +28,8 @@ import { actionQueueRoutes } from './queue/routes.js';
 import { punishmentRoutes } from './punishments/routes.js';
 import { disciplineRoutes } from './discipline/routes.js';
 import { adminRoutes } from './admin/routes.js';
+import { gameRoutes } from './game/routes.js';
+import { GameServer } from './game/players.js';
 
 export interface BuildAppOptions {
   config: Config;
@@ -83,6 +85,12 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
     async (_request, reply) => reply.type('text/plain; charset=utf-8').send(`${config.serviceName} API Online`),
   );
 
+  // One game server for both environments: the relays and the key are not per environment.
+  const game =
+    config.gameRelayUrls.length > 0 && config.gameServerKey
+      ? new GameServer({ relayUrls: config.gameRelayUrls, serverKey: config.gameServerKey, timeoutMs: config.gameRelayTimeoutMs, ttlMs: config.gamePlayersTtlMs, log })
+      : undefined;
+
   await app.register(async (api) => {
     api.setNotFoundHandler(notFoundHandler);
     await api.register(cookie);
@@ -106,6 +114,7 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
     await api.register(punishmentRoutes);
     await api.register(disciplineRoutes);
     await api.register(adminRoutes, { config });
+    await api.register(gameRoutes, { game });
     if (extraRoutes) await api.register(async (scope) => extraRoutes(scope as unknown as FastifyInstance));
   });
 

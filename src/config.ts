@@ -43,6 +43,10 @@ export interface Config {
   demoAllowedChatIds: string[];
   gameRelayUrls: string[];
   gameServerKey: string | undefined;
+  /** Per-attempt timeout of one relay call (GAME_RELAY_TIMEOUT_SECONDS, default 2). */
+  gameRelayTimeoutMs: number;
+  /** How long one fetched player list answers lookups (GAME_PLAYERS_TTL_SECONDS, default 3). */
+  gamePlayersTtlMs: number;
   /** A claimed queue item not completed within this is swept back (spec Limits: 10 minutes). */
   queueStaleTimeoutMs: number;
   /** Connections per environment's PostgreSQL pool, per instance. */
@@ -128,6 +132,8 @@ export function parseConfig(env: Env): Config {
     demoAllowedChatIds: read('DEMO_ALLOWED_CHAT_IDS', [], (v) => parseList(v, parseChatId)),
     gameRelayUrls: read('GAME_RELAY_URLS', [], (v) => parseList(v, parseHttpUrl)),
     gameServerKey: str('GAME_SERVER_KEY'),
+    gameRelayTimeoutMs: read('GAME_RELAY_TIMEOUT_SECONDS', 2, parseSeconds) * 1000,
+    gamePlayersTtlMs: read('GAME_PLAYERS_TTL_SECONDS', 3, parseSeconds) * 1000,
     queueStaleTimeoutMs: read('QUEUE_STALE_TIMEOUT_SECONDS', 600, parseSeconds) * 1000,
     databasePoolSize: read('DATABASE_POOL_SIZE', 10, parsePoolSize),
   };

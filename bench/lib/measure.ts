@@ -35,6 +35,7 @@ async function cannon(opts: MeasureOptions, connections: number, duration: numbe
         headers: opts.headers ?? {},
         ...(opts.body === undefined ? {} : { body: opts.body }),
         ...(opts.idReplacement ? { idReplacement: true } : {}),
+        ...(opts.path ? { requests: [{ setupRequest: (request: autocannon.Request) => ({ ...request, path: opts.path!() }) }] } : {}),
         connections,
         duration,
         pipelining: 1,

@@ -18,7 +18,12 @@ export interface OwnService {
   databaseUrl: string | undefined;
 }
 
-export async function withOwnService<T>(ctx: Context, prepare: (db: Db) => Promise<void>, run: (service: OwnService) => Promise<T>): Promise<T> {
+export async function withOwnService<T>(
+  ctx: Context,
+  prepare: (db: Db) => Promise<void>,
+  run: (service: OwnService) => Promise<T>,
+  extraEnv: Record<string, string> = {},
+): Promise<T> {
   const dataDir = freshDataDir();
   const dbs = ctx.options.pg ? await createBenchDatabases(ctx.options.pg) : undefined;
   if (dbs) countAsOurs('postgres'); // the server's work is part of the run, not outside load
@@ -30,7 +35,7 @@ export async function withOwnService<T>(ctx: Context, prepare: (db: Db) => Promi
     await db.close();
   }
   const chat = await startFakeChat();
-  const { child, readyMs } = await startService({ dataDir, ...(dbs ?? {}), extraEnv: chat.env });
+  const { child, readyMs } = await startService({ dataDir, ...(dbs ?? {}), extraEnv: { ...chat.env, ...extraEnv } });
   ctx.log(`    own service ready in ${readyMs.toFixed(0)} ms`);
   try {
     await settle(child);

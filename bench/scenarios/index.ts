@@ -4,10 +4,11 @@ import { authMe } from './auth-me.js';
 import { reportCreate } from './report-create.js';
 import { reportsAtScale } from './reports-at-scale.js';
 import { embeddedStartup } from './embedded-startup.js';
+import { gameLookup } from './game-lookup.js';
 import { generateCase } from './generate-case.js';
 import { queueDrain } from './queue-drain.js';
 import { queuePoll } from './queue-poll.js';
 import { root } from './root.js';
 
 /** Run order; a new scenario is one file in this folder plus one entry here. */
-export const scenarios: Scenario[] = [root, generateCase, authMe, embeddedStartup, reportCreate, reportsAtScale, queuePoll, queueDrain, adminHealth];
+export const scenarios: Scenario[] = [root, generateCase, authMe, embeddedStartup, reportCreate, reportsAtScale, queuePoll, queueDrain, adminHealth, gameLookup];

@@ -2,15 +2,28 @@
 // the error handler (error-handler.ts) renders every one as {success:false, error, code?}.
 import { DbError } from './db/types.js';
 
+export interface AppErrorOptions {
+  cause?: unknown;
+  /** Sent as the Retry-After header (seconds). */
+  retryAfterSeconds?: number;
+  /** Already logged where it was raised (once per change, not per request): the handler logs it at info. */
+  logged?: boolean;
+}
+
 export class AppError extends Error {
+  readonly retryAfterSeconds: number | undefined;
+  readonly logged: boolean;
+
   constructor(
     readonly statusCode: number,
     message: string,
     readonly code?: string,
-    options?: { cause?: unknown },
+    options?: AppErrorOptions,
   ) {
     super(message, options);
     this.name = 'AppError';
+    this.retryAfterSeconds = options?.retryAfterSeconds;
+    this.logged = options?.logged ?? false;
   }
 }
 
@@ -19,6 +32,7 @@ export const errors = {
   unauthorized: (message = 'Authentication required') => new AppError(401, message, 'UNAUTHORIZED'),
   forbidden: (message: string, code = 'FORBIDDEN') => new AppError(403, message, code),
   insufficientClearance: () => new AppError(403, 'Insufficient clearance', 'INSUFFICIENT_CLEARANCE'),
+  keyRequired: () => new AppError(403, "This route is for the bot's API key; a browser session is not accepted here", 'KEY_REQUIRED'),
   sessionRequired: () => new AppError(403, 'This route needs a signed-in agent; the API key is not accepted here', 'SESSION_REQUIRED'),
   notFound: (what: string) => new AppError(404, `${what} not found`, 'NOT_FOUND'),
   routeNotFound: (method: string, url: string) => new AppError(404, `Route ${method} ${url} not found`, 'NOT_FOUND'),

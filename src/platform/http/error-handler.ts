@@ -32,10 +32,11 @@ export const errorHandlerPlugin = fp(
     app.setErrorHandler((err: FastifyError | Error, request, reply) => {
       const appError = toAppError(err, request.headers['content-type']);
       const context = { request_id: request.id, method: request.method, url: request.url };
-      if (appError.statusCode >= 500) log.error({ ...context, err }, appError.message);
+      if (appError.statusCode >= 500 && !appError.logged) log.error({ ...context, err }, appError.message);
       else log.info({ ...context, status: appError.statusCode, code: appError.code }, appError.message);
       const body: { success: false; error: string; code?: string } = { success: false, error: appError.message };
       if (appError.code) body.code = appError.code;
+      if (appError.retryAfterSeconds !== undefined) reply.header('retry-after', String(appError.retryAfterSeconds));
       return reply.code(appError.statusCode).type('application/json; charset=utf-8').send(body);
     });
   },

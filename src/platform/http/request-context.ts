@@ -95,9 +95,12 @@ async function authenticate(request: FastifyRequest, allowedOrigins: ReadonlySet
     return;
   }
   const token = request.cookies[SESSION_COOKIE];
-  if (auth === 'key' || token === undefined) throw errors.unauthorized();
+  if (token === undefined) throw errors.unauthorized();
   const session = await resolveSession(request.environment, token, admin !== undefined);
-  if (session === undefined) throw errors.unauthorized('Session expired or not valid here: sign in again');
+  if (session === undefined) throw errors.unauthorized(auth === 'key' ? undefined : 'Session expired or not valid here: sign in again');
+  // A signed-in person on a bot route holds a credential, just not this one: 403, as the key is on
+  // session-only routes.
+  if (auth === 'key') throw errors.keyRequired();
   const { agent, allowlisted } = session;
   // A cookie rides along on cross-site requests; a state change from a foreign page is refused.
   const origin = request.headers.origin;
