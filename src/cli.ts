@@ -1,6 +1,7 @@
 // Operator commands: `npm run cli -- <command> [options]`. Exit codes: 0 done, 1 failed (nothing
 // written), 2 usage error.
 import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { pino } from 'pino';
 import { findAgent, insertAgent, updateAgent, type AgentRow } from './agents/queries.js';
@@ -10,6 +11,8 @@ import { recordAudit } from './platform/audit.js';
 import { migrate } from './platform/db/migrate.js';
 import type { Db, Tx } from './platform/db/types.js';
 import { defaultOpenDb } from './platform/environments.js';
+import { checkScenarioFile } from './training/scenario-file.js';
+import { upsertScenarios } from './training/scenario-queries.js';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
 
@@ -20,6 +23,8 @@ Commands:
       create or promote an active Director (clearance 5) on the active admin allowlist; idempotent
   seed-demo
       reset the demo database to its fictional organisation (deletes every demo record)
+  import-scenarios <file> --env production|demo
+      check a training scenario file whole, then create or update its scenarios by slug
 `;
 
 class UsageError extends Error {}
@@ -153,7 +158,43 @@ async function seedDemoCommand(args: string[]): Promise<number> {
   });
 }
 
+/** Reads and checks the file first; writes nothing unless every scenario in it is right. */
+async function importScenariosCommand(args: string[]): Promise<number> {
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({ args, options: ENV_OPTION, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const env = parseEnvironment(parsed.values.env as string | undefined);
+  if (parsed.positionals.length !== 1) throw new UsageError('expected exactly one scenario file');
+  const file = parsed.positionals[0]!;
+  let data: unknown;
+  try {
+    data = JSON.parse(await readFile(file, 'utf8'));
+  } catch (err) {
+    console.error(`import-scenarios: ${file}: ${(err as Error).message}; nothing was written`);
+    return 1;
+  }
+  const check = checkScenarioFile(data);
+  if (!check.ok) {
+    console.error(`import-scenarios: ${file} has ${check.problems.length} problem${check.problems.length === 1 ? '' : 's'}; nothing was written`);
+    for (const problem of check.problems) console.error(`  ${problem}`);
+    return 1;
+  }
+  const config = loadConfig();
+  return withDb(config, env, async (db) => {
+    await migrate(db);
+    const result = await db.transaction((tx) => upsertScenarios(tx, check.scenarios));
+    for (const [verb, slugs] of Object.entries(result)) {
+      if (slugs.length > 0) console.log(`${env}: ${verb} ${slugs.length}: ${slugs.join(', ')}`);
+    }
+    return 0;
+  });
+}
+
 const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
+  'import-scenarios': importScenariosCommand,
   migrate: migrateCommand,
   bootstrap: bootstrapCommand,
   'seed-demo': seedDemoCommand,

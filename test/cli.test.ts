@@ -94,7 +94,7 @@ describe(`npm run cli -- bootstrap / seed-demo on ${storeName}`, () => {
   it('seed-demo seeds the demo database; bootstrap promotes an onboarding agent; seed-demo again resets it', async () => {
     const seeded = await cli(['seed-demo']);
     expect(seeded).toMatchObject({ code: 0, stderr: '' });
-    expect(seeded.stdout).toMatch(/^demo: reset and seeded: 13 agents, 4 admin_allowlist, 10 reports, 4 report_notes, 5 report_evidence, 18 report_timeline, 2 contact_threads, 4 contact_messages, 20 chat_profiles, 7 report_actions, 8 punishments, 11 discipline_deliveries, 8 audit_log, 3 health_incidents$/m);
+    expect(seeded.stdout).toMatch(/^demo: reset and seeded: 13 agents, 4 admin_allowlist, 10 reports, 4 report_notes, 5 report_evidence, 18 report_timeline, 2 contact_threads, 4 contact_messages, 20 chat_profiles, 7 report_actions, 8 punishments, 11 discipline_deliveries, 8 audit_log, 3 health_incidents, 3 training_scenarios$/m);
     const before = await inspect('demo', (db) => state(db, TRAINEE_ID));
     expect(before).toMatchObject({ agent: { status: 'onboarding', clearance_level: 1 }, allowlist: undefined, audit: [] });
 

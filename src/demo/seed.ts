@@ -5,6 +5,7 @@ import type { Db, Tx } from '../platform/db/types.js';
 import { seedAdmin } from './seed-admin.js';
 import { seedQueues } from './seed-queues.js';
 import { seedReports } from './seed-reports.js';
+import { seedScenarios } from './seed-scenarios.js';
 
 /** Rows written per table by one seed run, e.g. `{agents: 13, admin_allowlist: 4}`. */
 export type SeedCounts = Record<string, number>;
@@ -111,7 +112,7 @@ async function seedAllowlist(tx: Tx): Promise<SeedCounts> {
   return { admin_allowlist: rowCount };
 }
 
-const steps: readonly SeedStep[] = [seedAgents, seedAllowlist, seedReports, seedQueues, seedAdmin];
+const steps: readonly SeedStep[] = [seedAgents, seedAllowlist, seedReports, seedQueues, seedAdmin, seedScenarios];
 
 /**
  * Every table of demo data, children before parents (a delete never trips a foreign key). A new
@@ -133,6 +134,7 @@ export const RESET_TABLES: readonly { table: string; where?: string }[] = [
   { table: 'reports' },
   { table: 'audit_log' },
   { table: 'health_incidents' },
+  { table: 'training_scenarios' },
   { table: 'events' },
   { table: 'oauth_states' },
   { table: 'admin_allowlist' },
