@@ -29,6 +29,7 @@ import { punishmentRoutes } from './punishments/routes.js';
 import { disciplineRoutes } from './discipline/routes.js';
 import { adminRoutes } from './admin/routes.js';
 import { gameRoutes } from './game/routes.js';
+import { trainingRoutes } from './training/routes.js';
 import { GameServer } from './game/players.js';
 
 export interface BuildAppOptions {
@@ -115,6 +116,7 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
     await api.register(disciplineRoutes);
     await api.register(adminRoutes, { config });
     await api.register(gameRoutes, { game });
+    await api.register(trainingRoutes);
     if (extraRoutes) await api.register(async (scope) => extraRoutes(scope as unknown as FastifyInstance));
   });
 
