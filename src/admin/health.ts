@@ -36,13 +36,16 @@ export interface AdminHealthOptions {
 
 const VERSION = (JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
+/** Less time than this left after a failed read: not worth a write (a timer may also fire a hair early). */
+const RECORD_MIN_MS = 100;
+
 type Outcome<T> = { ok: true; value: T } | { ok: false; reason: string };
 
 /** `work`'s result, or why there is none by `ms` from now; never throws, never waits longer. */
 async function withinDeadline<T>(work: Promise<T>, ms: number): Promise<Outcome<T>> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<Outcome<T>>((resolve) => {
-    timer = setTimeout(() => resolve({ ok: false, reason: `no answer within ${HEALTH_DEADLINE_MS} ms (the pool is exhausted or the database is hung)` }), Math.max(0, ms));
+    timer = setTimeout(() => resolve({ ok: false, reason: `no answer within ${HEALTH_DEADLINE_MS} ms (the pool is exhausted or the database is hung)` }), Math.max(0, Math.ceil(ms)));
   });
   try {
     return await Promise.race([work.then((value) => ({ ok: true as const, value }), (err: Error) => ({ ok: false as const, reason: `database error: ${err.message}` })), late]);
@@ -106,7 +109,7 @@ async function checkHealth(ctx: HealthContext): Promise<HealthResult> {
   const checkedAt = measured.reading?.read_at ?? new Date().toISOString();
   const left = deadline - performance.now();
   const second =
-    left > 0
+    left >= RECORD_MIN_MS
       ? await withinDeadline(
           env.db.transaction(async (tx) => {
             await boundStatements(tx, Math.min(HEALTH_STATEMENT_TIMEOUT_MS, left));
