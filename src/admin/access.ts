@@ -76,14 +76,14 @@ async function changeAccess(request: FastifyRequest<{ Body: Static<typeof Access
     const locked = await lockAdmins(tx, request, 'admin_access', [chatId]);
     const target = locked.get(chatId);
     if (!target) throw errors.notFound(`Agent ${chatId}`);
-    const before = await findEntry(tx, chatId);
     await apply(tx, operation, target, sessionAgent(request).chat_id);
     const entry = await findEntry(tx, chatId);
     const correlationId = await recordAdminChange(tx, request, {
       action: ACTIONS[operation],
       target: chatId,
       reason,
-      before: before && { active: before.active },
+      // The locked row already says what the entry was.
+      before: target.listed ? { active: target.allowlisted } : null,
       after: entry && { active: entry.active },
     });
     return { entry, correlation_id: correlationId };

@@ -4,11 +4,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { assertDirectorRemains, assertMayAdminister, changedFields, mayRemoveDirector, pick } from '../agents/administration.js';
-import { agentColumns, updateAgent, type AgentChanges, type AgentRow } from '../agents/queries.js';
-import { AgentParams, AgentRank, AgentStatus } from '../agents/schemas.js';
+import { agentColumns, agentOf, updateAgent, type AgentChanges, type AgentRow } from '../agents/queries.js';
+import { Agent, AgentParams, AgentRank, AgentStatus } from '../agents/schemas.js';
 import { sessionAgent } from '../platform/auth/guards.js';
 import { errors } from '../platform/errors.js';
-import { COMMON_ERRORS, errorResponses, nullableString, timestamp } from '../platform/http/schemas.js';
+import { COMMON_ERRORS, errorResponses, nullableString } from '../platform/http/schemas.js';
 import { AdminReason, CorrelationId } from './schemas.js';
 import { lockAdmins, recordAdminChange } from './trail.js';
 
@@ -32,20 +32,10 @@ const AgentFields = Type.Object(
 
 const PatchAgentBody = Type.Object({ fields: AgentFields, reason: AdminReason }, { additionalProperties: false });
 
+/** An agent as everywhere else, with its allowlist flag. */
 const AdminAgent = Type.Object({
-  chat_id: Type.String(),
-  name: nullableString(),
-  status: Type.String(),
-  agent_rank: nullableString(),
-  security_id: nullableString(),
-  agreement_id: nullableString(),
-  agent_id: nullableString(),
-  clearance_id: nullableString(),
-  clearance_level: Type.Union([Type.Integer(), Type.Null()]),
-  is_trainer: Type.Boolean(),
+  ...Agent.properties,
   allowlisted: Type.Boolean({ description: 'An active admin allowlist entry exists' }),
-  created_at: timestamp(),
-  updated_at: timestamp(),
 });
 
 const AdminAgentList = Type.Object({ success: Type.Literal(true), agents: Type.Array(AdminAgent, { description: 'Newest first' }) });
@@ -97,7 +87,7 @@ export const adminAgentRoutes: FastifyPluginAsyncTypebox = async (app) => {
         if (!target) throw errors.notFound(`Agent ${targetId}`);
         assertMayAdminister(locked.get(sessionAgent(request).chat_id)!, target, changes);
         const changed = changedFields(target, changes);
-        const { allowlisted: _a, listed: _l, ...before } = target;
+        const before = agentOf(target);
         if (changed.length === 0) return { agent: before, changed, correlation_id: null };
         const after = await updateAgent(tx, targetId, Object.fromEntries(changed.map((f) => [f, changes[f]])) as AgentChanges);
         if (target.allowlisted && mayRemoveDirector(target, changes)) await assertDirectorRemains(tx);

@@ -6,10 +6,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
 import { errors } from '../platform/errors.js';
 import { actorOf } from '../platform/http/request-context.js';
-import { COMMON_ERRORS, errorResponses, nullableString, timestamp } from '../platform/http/schemas.js';
+import { COMMON_ERRORS, errorResponses, nullableString } from '../platform/http/schemas.js';
 import type { Queryable } from '../platform/db/types.js';
 import { addTimeline, findReport, updateReportFields, type ReportChanges, type ReportRow } from '../reports/queries.js';
-import { ReportParams, ReportSchema, ReportStatus } from '../reports/schemas.js';
+import { ReportParams, ReportSchema } from '../reports/schemas.js';
 import { AdminReason, CorrelationId } from './schemas.js';
 import { lockAdmins, recordAdminChange } from './trail.js';
 
@@ -26,19 +26,9 @@ const AdminReportQuery = Type.Object(
   { additionalProperties: false },
 );
 
-const AdminReportRow = Type.Object({
-  report_id: Type.String(),
-  status: ReportStatus,
-  reporter: Type.String(),
-  reported: Type.String(),
-  reporter_name: nullableString(),
-  reported_name: nullableString(),
-  reason: Type.String(),
-  assigned_agent: nullableString(),
-  is_supervisor: Type.Boolean(),
-  created_at: timestamp(),
-  updated_at: timestamp(),
-});
+const AdminReportRow = Type.Pick(ReportSchema, [
+  'report_id', 'status', 'reporter', 'reported', 'reporter_name', 'reported_name', 'reason', 'assigned_agent', 'is_supervisor', 'created_at', 'updated_at',
+]);
 type AdminReportRow = Static<typeof AdminReportRow>;
 
 const AdminReportList = Type.Object({ success: Type.Literal(true), reports: Type.Array(AdminReportRow, { description: 'Newest first, at most 50' }) });

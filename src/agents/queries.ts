@@ -95,6 +95,11 @@ export interface LockedAgent extends AgentRow {
   listed: boolean;
 }
 
+/** The agent row alone, without the allowlist flags the lock read with it. */
+export function agentOf({ allowlisted: _allowlisted, listed: _listed, ...agent }: LockedAgent): AgentRow {
+  return agent;
+}
+
 /**
  * Locks agents and their allowlist entries in chat id order (the same order for every caller, so
  * no deadlock), then reads them. Two statements on purpose: a locking join re-evaluates only the

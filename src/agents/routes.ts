@@ -10,7 +10,7 @@ import { assertDirectorRemains, assertMayAdminister, mayRemoveDirector } from '.
 import { errors } from '../platform/errors.js';
 import { actorOf } from '../platform/http/request-context.js';
 import { COMMON_ERRORS, errorResponses } from '../platform/http/schemas.js';
-import { findAgent, insertAgent, listAgents, lockAgents, updateAgent, type AgentRow, type LockedAgent } from './queries.js';
+import { agentOf, findAgent, insertAgent, listAgents, lockAgents, updateAgent } from './queries.js';
 import { AgentList, AgentListQuery, AgentParams, AgentResult, CreateAgentBody, UpdateAgentBody } from './schemas.js';
 
 const tags = ['Agents'];
@@ -98,7 +98,7 @@ export const agentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         if (dashboard) assertMayAdminister(locked.get(sessionAgent(request).chat_id)!, before, changes);
         const after = await updateAgent(tx, before.chat_id, changes);
         if (mayRemoveDirector(before, changes) && before.allowlisted) await assertDirectorRemains(tx);
-        await recordAudit(tx, { actor: actorOf(request), action: 'agent.updated', target: before.chat_id, reason, before: withoutLock(before), after, correlationId: request.id });
+        await recordAudit(tx, { actor: actorOf(request), action: 'agent.updated', target: before.chat_id, reason, before: agentOf(before), after, correlationId: request.id });
         return after;
       });
       // Other instances hear the change through the database; this one forgets it right away.
@@ -108,7 +108,3 @@ export const agentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   );
 };
 
-/** The agent row alone, without the allowlist flags the lock read with it. */
-function withoutLock({ allowlisted: _allowlisted, listed: _listed, ...agent }: LockedAgent): AgentRow {
-  return agent;
-}
