@@ -30,6 +30,9 @@ import { disciplineRoutes } from './discipline/routes.js';
 import { adminRoutes } from './admin/routes.js';
 import { gameRoutes } from './game/routes.js';
 import { trainingRoutes } from './training/routes.js';
+import { trainingSessionRoutes } from './training/session-routes.js';
+import { trainingActivityRoutes } from './training/activity-routes.js';
+import { LogBroadcaster, type Broadcaster } from './training/broadcaster.js';
 import { GameServer } from './game/players.js';
 
 export interface BuildAppOptions {
@@ -40,11 +43,13 @@ export interface BuildAppOptions {
   logger?: Logger;
   /** More routes for the API context (the tests add probes of the error handler this way). */
   extraRoutes?: (api: FastifyInstance) => void | Promise<void>;
+  /** Where live training events go (the realtime hub); by default they are only logged. */
+  broadcaster?: Broadcaster;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export async function buildApp({ config, environments, ownsEnvironments = true, logger, extraRoutes }: BuildAppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, environments, ownsEnvironments = true, logger, extraRoutes, broadcaster }: BuildAppOptions): Promise<FastifyInstance> {
   const log = logger ?? pino({ level: config.logLevel });
   // Fastify's per-request logging (a child logger and response listeners on every request) is
   // the largest cost of a light request: it is switched on only when its lines would be written
@@ -117,6 +122,9 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
     await api.register(adminRoutes, { config });
     await api.register(gameRoutes, { game });
     await api.register(trainingRoutes);
+    const training = { broadcaster: broadcaster ?? new LogBroadcaster(log), log };
+    await api.register(trainingSessionRoutes, training);
+    await api.register(trainingActivityRoutes, training);
     if (extraRoutes) await api.register(async (scope) => extraRoutes(scope as unknown as FastifyInstance));
   });
 

@@ -42,7 +42,14 @@ export type EventType =
   | 'TRAINER_INJECTED_INFORMATION'
   | 'TRAINER_NOTE_ADDED'
   | 'TRAINEE_NOTE_ADDED'
-  | 'TRAINER_NOTE_RELEASED';
+  | 'TRAINER_NOTE_RELEASED'
+  /** Trainee actions (the engine's whitelist) and what the scenario engine did with them (docs/decisions.md). */
+  | 'OPEN_EVIDENCE'
+  | 'ADD_FINDING'
+  | 'CONTACT_PARTY'
+  | 'SUBMIT_DECISION'
+  | 'OBJECTIVE_COMPLETED'
+  | 'EVIDENCE_UNLOCKED';
 
 /** Who caused a change: a signed-in agent, the bot (API key), or the service itself (sweeps). */
 export type Actor =
@@ -61,6 +68,10 @@ export interface EventInput {
   data?: unknown;
   /** Supervisor-flagged: hidden from callers below supervisor rank wherever events are read. */
   isSupervisor?: boolean | undefined;
+  /** The training session the event belongs to (its detail lists the session's events). */
+  trainingSessionId?: number | undefined;
+  /** A trainee action's client id, unique within its session. */
+  clientId?: string | undefined;
 }
 
 export interface EventRecord {
@@ -75,16 +86,22 @@ export interface EventRecord {
   data: unknown;
   correlation_id: string;
   is_supervisor: boolean;
+  training_session_id: number | null;
+  client_id: string | null;
   created_at: string;
 }
+
+/** The columns of an EventRecord (not the derived search text). */
+export const EVENT_COLUMNS =
+  'id, type, actor_kind, actor_chat_id, actor_name, report_id, before, after, data, correlation_id, is_supervisor, training_session_id, client_id, created_at';
 
 const toJson = (value: unknown) => (value === undefined ? null : JSON.stringify(value));
 
 export async function recordEvent(tx: Tx, event: EventInput): Promise<EventRecord> {
   const actor = event.actor;
   const { rows } = await tx.query<EventRecord>(
-    `insert into events (type, actor_kind, actor_chat_id, actor_name, report_id, before, after, data, correlation_id, is_supervisor)
-     values ($1::text, $2::text, $3::text, $4::text, $5::text, $6::jsonb, $7::jsonb, $8::jsonb, $9::text, $10::boolean)
+    `insert into events (type, actor_kind, actor_chat_id, actor_name, report_id, before, after, data, correlation_id, is_supervisor, training_session_id, client_id)
+     values ($1::text, $2::text, $3::text, $4::text, $5::text, $6::jsonb, $7::jsonb, $8::jsonb, $9::text, $10::boolean, $11::bigint, $12::text)
      returning *`,
     [
       event.type,
@@ -97,6 +114,8 @@ export async function recordEvent(tx: Tx, event: EventInput): Promise<EventRecor
       toJson(event.data),
       event.correlationId,
       event.isSupervisor ?? false,
+      event.trainingSessionId ?? null,
+      event.clientId ?? null,
     ],
     // Every state change writes one: planned once per connection.
     { name: 'record_event' },

@@ -1,24 +1,14 @@
 // The training center's reads (spec: Endpoints "Training center"; issue 11). Browser sessions only:
 // the bot key gets 403. Trainers are agents with is_trainer or supervisor rank.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { AGENT_COLUMNS, type AgentRow } from '../agents/queries.js';
 import { sessionAgent } from '../platform/auth/guards.js';
-import { isSupervisorRank } from '../platform/auth/permissions.js';
-import { errors } from '../platform/errors.js';
 import { COMMON_ERRORS, errorResponses, timestamp } from '../platform/http/schemas.js';
 import { ScenarioDefinition } from './scenario-file.js';
+import { isTrainer, trainer } from './session-access.js';
 
 const tags = ['Training center'];
-
-export const isTrainer = (agent: Pick<AgentRow, 'is_trainer' | 'agent_rank'>) => agent.is_trainer || isSupervisorRank(agent.agent_rank);
-
-function trainer(request: FastifyRequest): AgentRow {
-  const agent = sessionAgent(request);
-  if (!isTrainer(agent)) throw errors.forbidden('Trainers only: the is_trainer flag or supervisor rank', 'TRAINER_REQUIRED');
-  return agent;
-}
 
 const Me = Type.Object({ success: Type.Literal(true), is_trainer: Type.Boolean(), agent: Type.Ref('Agent') });
 const Scenario = Type.Object({

@@ -1,11 +1,12 @@
 // Builds the real app on test databases: both environments, each on its own database.
 import type { FastifyInstance } from 'fastify';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { buildApp } from '../../src/app.js';
 import { parseConfig, type Config, type EnvironmentName } from '../../src/config.js';
 import { AUTH_CHANNEL } from '../../src/platform/auth/session-cache.js';
 import type { Db } from '../../src/platform/db/types.js';
 import { Environments, QUEUE_CHANNEL, type OpenDb } from '../../src/platform/environments.js';
+import type { Broadcaster } from '../../src/training/broadcaster.js';
 import { createTestDatabase, type TestDatabase } from './stores.js';
 
 export const PRODUCTION_KEY = 'test-production-key-0123456789';
@@ -43,6 +44,10 @@ export interface TestAppOptions {
   openDb?: Partial<Record<EnvironmentName, OpenDb>>;
   /** Routes added to the API context (e.g. to exercise the error handler). */
   extend?: (api: FastifyInstance) => void | Promise<void>;
+  /** The app's logger (silent by default). */
+  logger?: Logger;
+  /** Where live training events go (a recording one in the training tests). */
+  broadcaster?: Broadcaster;
 }
 
 export async function createTestApp(options: TestAppOptions = {}): Promise<TestApp> {
@@ -58,7 +63,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
       return databases[env.name]!.db;
     },
   });
-  const app = await buildApp({ config, environments, ownsEnvironments: false, logger: silentLog, extraRoutes: options.extend });
+  const app = await buildApp({ config, environments, ownsEnvironments: false, logger: options.logger ?? silentLog, extraRoutes: options.extend, broadcaster: options.broadcaster });
   await app.ready();
   return {
     app,

@@ -1,0 +1,102 @@
+// Live training events (spec: Events, broadcast audiences; issue 11 item 9). A session's routes
+// hand what they recorded to one Broadcaster after the commit, so nothing is announced that did not
+// happen; delivery is best-effort: a failure is logged and never fails the request, and clients
+// reconcile through the GET endpoints. The realtime hub (issue 12) implements the interface; until
+// then the service logs what it would send.
+import type { Logger } from 'pino';
+import type { EnvironmentName } from '../config.js';
+import type { EventRecord } from '../platform/events.js';
+
+export const userTopic = (chatId: string) => `training:user:${chatId}`;
+export const sessionTopic = (sessionId: number) => `training:session:${sessionId}`;
+
+/** The event as clients see it, in a broadcast and in the session payload. */
+export interface TrainingEvent {
+  id: number;
+  type: string;
+  actor_kind: EventRecord['actor_kind'];
+  actor_chat_id: string | null;
+  actor_name: string | null;
+  data: unknown;
+  client_id: string | null;
+  correlation_id: string;
+  created_at: string;
+}
+
+export const trainingEvent = (e: EventRecord): TrainingEvent => ({
+  id: e.id,
+  type: e.type,
+  actor_kind: e.actor_kind,
+  actor_chat_id: e.actor_chat_id,
+  actor_name: e.actor_name,
+  data: e.data,
+  client_id: e.client_id,
+  correlation_id: e.correlation_id,
+  created_at: e.created_at,
+});
+
+export interface BroadcastMessage {
+  topic: string;
+  /** The spec's event name (the recorded type, or EVIDENCE_RELEASED / EVIDENCE_LOCKED). */
+  event: string;
+  payload: { session_id: number; event: TrainingEvent };
+}
+
+export interface Broadcaster {
+  /** Sends the messages to the environment's realtime channels; may reject (the caller logs it). */
+  send(environment: EnvironmentName, messages: readonly BroadcastMessage[]): Promise<void>;
+}
+
+/**
+ * Who hears an event: session events go to both members' user channels (spec: Events), except a
+ * trainer's note, which is private until released; the evidence overrides go to the session channel.
+ */
+export type Audience = 'members' | 'trainer' | 'session';
+
+export interface Announcement {
+  event: EventRecord;
+  audience: Audience;
+  /** The broadcast's name when it is not the recorded event's type. */
+  name?: string;
+}
+
+export interface SessionMembers {
+  id: number;
+  trainer_id: string;
+  trainee_id: string;
+}
+
+export function messagesFor(session: SessionMembers, announcements: readonly Announcement[]): BroadcastMessage[] {
+  return announcements.flatMap(({ event, audience, name }) => {
+    const topics =
+      audience === 'session' ? [sessionTopic(session.id)] : audience === 'trainer' ? [userTopic(session.trainer_id)] : [userTopic(session.trainer_id), userTopic(session.trainee_id)];
+    const payload = { session_id: session.id, event: trainingEvent(event) };
+    return topics.map((topic) => ({ topic, event: name ?? event.type, payload }));
+  });
+}
+
+/** Until the realtime hub exists: what would be sent, at debug level. */
+export class LogBroadcaster implements Broadcaster {
+  constructor(private readonly log: Logger) {}
+
+  async send(environment: EnvironmentName, messages: readonly BroadcastMessage[]): Promise<void> {
+    for (const m of messages) this.log.debug({ environment, topic: m.topic, event: m.event, session_id: m.payload.session_id }, 'training broadcast');
+  }
+}
+
+/** Sends after the commit; a failure is logged with the request id and swallowed (best-effort). */
+export async function announce(
+  broadcaster: Broadcaster,
+  log: Logger,
+  context: { environment: EnvironmentName; requestId: string },
+  session: SessionMembers,
+  announcements: readonly Announcement[],
+): Promise<void> {
+  const messages = messagesFor(session, announcements);
+  if (messages.length === 0) return;
+  try {
+    await broadcaster.send(context.environment, messages);
+  } catch (err) {
+    log.warn({ err, request_id: context.requestId, session_id: session.id, events: messages.map((m) => m.event) }, 'training broadcast failed');
+  }
+}

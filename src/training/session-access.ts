@@ -1,0 +1,88 @@
+// Who may touch a training session, and the one path every change to a session takes: lock the
+// row, check the caller's part in it, make the change with its events in that transaction, then
+// announce what was recorded after the commit (docs/decisions.md: a non-participant gets 404).
+import type { FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import type { AgentRow } from '../agents/queries.js';
+import { sessionAgent } from '../platform/auth/guards.js';
+import { isSupervisorRank } from '../platform/auth/permissions.js';
+import type { Tx } from '../platform/db/types.js';
+import { errors } from '../platform/errors.js';
+import type { Actor } from '../platform/events.js';
+import { actorOf } from '../platform/http/request-context.js';
+import { announce, type Announcement, type Broadcaster } from './broadcaster.js';
+import { findSession, lockSession, type SessionRow } from './session-queries.js';
+import { roleOf, type Role } from './session-view.js';
+
+export interface TrainingDeps {
+  broadcaster: Broadcaster;
+  log: Logger;
+}
+
+export const isTrainer = (agent: Pick<AgentRow, 'is_trainer' | 'agent_rank'>) => agent.is_trainer || isSupervisorRank(agent.agent_rank);
+
+/** The signed-in agent when they train (spec: "trainer" access); 403 TRAINER_REQUIRED otherwise. */
+export function trainer(request: FastifyRequest): AgentRow {
+  const agent = sessionAgent(request);
+  if (!isTrainer(agent)) throw errors.forbidden('Trainers only: the is_trainer flag or supervisor rank', 'TRAINER_REQUIRED');
+  return agent;
+}
+
+export const sessionNotFound = (id: number) => errors.notFound(`Training session ${id}`);
+export const notAssignedTrainer = () => errors.forbidden('Only the assigned trainer may do this', 'NOT_SESSION_TRAINER');
+export const noActiveSession = (session: SessionRow) =>
+  errors.conflict(`Training session ${session.id} is ${session.status}: there is no active session for you to join`, 'NO_ACTIVE_SESSION');
+
+/** Statuses a trainee sees (spec: GET /training/sessions): pending and aborted are hidden. */
+export const TRAINEE_VISIBLE: ReadonlySet<string> = new Set(['active', 'paused', 'completed']);
+
+/** The caller's part in the session; 404 for a session that does not exist or is not theirs. */
+function participation(session: SessionRow | undefined, id: number, agent: AgentRow): Role {
+  const role = session && roleOf(session, agent.chat_id);
+  if (!role) throw sessionNotFound(id);
+  return role;
+}
+
+/** A read: the session and the caller's role; a trainee on a pending or aborted session gets 409 NO_ACTIVE_SESSION. */
+export async function readSession(request: FastifyRequest, id: number): Promise<{ session: SessionRow; role: Role }> {
+  const agent = sessionAgent(request);
+  const session = await findSession(request.environment.db, id);
+  const role = participation(session, id, agent);
+  if (role === 'trainee' && !TRAINEE_VISIBLE.has(session!.status)) throw noActiveSession(session!);
+  return { session: session!, role };
+}
+
+export interface ChangeContext {
+  session: SessionRow;
+  role: Role;
+  actor: Actor & { kind: 'agent' };
+  correlationId: string;
+}
+
+export interface Change<T> {
+  result: T;
+  announce: Announcement[];
+}
+
+/**
+ * Runs `fn` on the locked session for its assigned trainer (`trainer`) or either member
+ * (`participant`), then broadcasts what it recorded. `fn` throws to refuse: nothing is written.
+ */
+export async function changeSession<T>(
+  deps: TrainingDeps,
+  request: FastifyRequest,
+  id: number,
+  access: 'trainer' | 'participant',
+  fn: (tx: Tx, ctx: ChangeContext) => Promise<Change<T>>,
+): Promise<T> {
+  const agent = sessionAgent(request);
+  const actor = actorOf(request) as Actor & { kind: 'agent' };
+  const { change, session } = await request.environment.db.transaction(async (tx) => {
+    const session = await lockSession(tx, id);
+    const role = participation(session, id, agent);
+    if (access === 'trainer' && role !== 'trainer') throw notAssignedTrainer();
+    return { session: session!, change: await fn(tx, { session: session!, role, actor, correlationId: request.id }) };
+  });
+  await announce(deps.broadcaster, deps.log, { environment: request.environment.name, requestId: request.id }, session, change.announce);
+  return change.result;
+}
