@@ -1,6 +1,6 @@
 // Request and response schemas of the training sessions (spec: Training center; issue 11).
 import { Type, type Static } from 'typebox';
-import { nullableString, nullableTimestamp, stringEnum, timestamp } from '../platform/http/schemas.js';
+import { nullableObject, nullableString, nullableTimestamp, stringEnum, timestamp } from '../platform/http/schemas.js';
 import { TRAINEE_ACTIONS } from './scenario-file.js';
 
 export const SESSION_STATUSES = ['pending', 'active', 'paused', 'completed', 'aborted'] as const;
@@ -83,7 +83,7 @@ export const TrainingSession = Type.Object({
   trainer_name: nullableString(),
   trainee_id: Type.String(),
   trainee_name: nullableString(),
-  evaluation: Type.Union([Evaluation, Type.Null()]),
+  evaluation: nullableObject(Evaluation, 'Null until graded'),
   created_at: timestamp(),
   updated_at: timestamp(),
 });
@@ -142,7 +142,7 @@ export const SessionPayload = Type.Object({
   success: Type.Literal(true),
   role: stringEnum(['trainer', 'trainee'] as const, { description: 'What the caller is in this session; the payload is filtered for it' }),
   session: TrainingSession,
-  active_scenario: Type.Union([ScenarioInstance, Type.Null()]),
+  active_scenario: nullableObject(ScenarioInstance),
   scenarios: Type.Array(ScenarioInstance),
   events: Type.Array(TrainingEventSchema, { description: 'The latest 200 events of the session, oldest first' }),
   notes: Type.Array(Note),

@@ -1,5 +1,5 @@
 // Schema pieces shared by every domain: the error envelope and the responses each route can give.
-import { Type, type TSchema } from 'typebox';
+import { Type, type Static, type TObject, type TSchema } from 'typebox';
 
 export const ErrorBody = Type.Object(
   {
@@ -38,4 +38,12 @@ export function timestamp(description?: string) {
 /** A timestamp or null (a time that has not happened yet). */
 export function nullableTimestamp(description?: string) {
   return Type.Unsafe<string | null>({ type: ['string', 'null'], format: 'date-time', ...(description ? { description } : {}) });
+}
+
+/**
+ * An object or null, as a JSON Schema type list: the serializer writes it directly, where an
+ * `anyOf` union would make it validate the value against each member to choose one.
+ */
+export function nullableObject<T extends TObject>(schema: T, description?: string) {
+  return Type.Unsafe<Static<T> | null>({ ...schema, type: ['object', 'null'], ...(description ? { description } : {}) });
 }
