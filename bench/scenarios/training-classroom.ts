@@ -1,0 +1,253 @@
+// A training classroom (issue 11's goal): 20 sessions at once, each trainee posting an action every
+// 200 ms and each trainer reading the session payload every second, for 60 s on PostgreSQL. The load
+// is open loop, as people at keyboards are: timers send on schedule whether or not the last answer
+// came back, so a slow answer cannot slow the load down and hide itself. A few percent of the posts
+// repeat an earlier client_id (a retry); afterwards the database must hold exactly one trainee action
+// per client_id the service accepted.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { insertAgent } from '../../src/agents/queries.js';
+import { DEMO_SCENARIOS } from '../../src/demo/seed-scenarios.js';
+import { createSession, SESSION_COOKIE } from '../../src/platform/auth/sessions.js';
+import { openPostgres } from '../../src/platform/db/postgres.js';
+import type { Db } from '../../src/platform/db/types.js';
+import { TRAINEE_ACTIONS } from '../../src/training/scenario-file.js';
+import { upsertScenarios } from '../../src/training/scenario-queries.js';
+import type { TraineeActionBody } from '../../src/training/session-schemas.js';
+import { SESSION_EVENTS_LIMIT } from '../../src/training/session-view.js';
+import { createFleetClient } from '../lib/bot-fleet.js';
+import { BUSY_CORES, OtherLoad, waitQuiet } from '../lib/machine.js';
+import { withOwnService } from '../lib/own-service.js';
+import { percentile } from '../lib/raw-drain.js';
+import type { Context, ResultLine, Scenario } from '../types.js';
+
+const SESSIONS = 20;
+const LOAD_SECONDS = 60;
+const ACTION_PERIOD_MS = 200;
+const POLL_PERIOD_MS = 1000;
+const TARGET_ACTIONS_PER_SECOND = (SESSIONS * 1000) / ACTION_PERIOD_MS;
+const P99_GOAL_MS = 50;
+/** Below this share of the target rate the load generator fell behind: the p99s would describe a lighter load. */
+const RATE_GOAL_SHARE = 0.99;
+/** Every 30th post repeats the client_id posted 5 ticks (1 s) earlier, answered by then: a retry, 3.3% of the posts. */
+const REPEAT_EVERY = 30;
+const REPEAT_LAG = 5;
+/** A browser's fetch sends its page's origin on a POST; the service must list it (TRAINING_ORIGINS). */
+const ORIGIN = 'http://training.bench.localhost';
+// Snowflake-like chat ids, as text: they exceed 2^53.
+const trainerId = (i: number) => `3100000000000${String(i).padStart(5, '0')}`;
+const traineeId = (i: number) => `3200000000000${String(i).padStart(5, '0')}`;
+const SLUGS = ['first-response', 'ban-evasion'] as const;
+
+type Action = Omit<TraineeActionBody, 'client_id'>;
+/** What a trainee does, in turn: read the evidence (the locked item too, until it unlocks), note, ask, decide. */
+const ACTION_CYCLE: Array<(evidence: string[]) => Action> = [
+  (e) => ({ type: 'OPEN_EVIDENCE', target: e[0]! }),
+  () => ({ type: 'ADD_FINDING', payload: { text: 'The same callsign shows up on both accounts' } }),
+  (e) => ({ type: 'OPEN_EVIDENCE', target: e[1]! }),
+  () => ({ type: 'CONTACT_PARTY', target: 'reporter', payload: { message: 'Can you tell me when this started?' } }),
+  () => ({ type: 'ADD_FINDING', payload: { text: 'A witness confirms the report' } }),
+  () => ({ type: 'SUBMIT_DECISION', payload: { decision: 'valid', reason: 'Evidence and witness agree' } }),
+];
+
+interface Seat {
+  index: number;
+  evidence: string[];
+  trainerCookie: string;
+  traineeCookie: string;
+  scenarioId: number;
+  sessionId: number; // once the trainer has created it
+}
+
+/** `at`: performance.now() when sent; status 0: no answer (connection error or timeout). */
+interface Sample { at: number; ms: number; status: number }
+
+/** Agents (half trainers by the flag, half by rank), live sessions (cookies), the demo scenarios; straight in the database. */
+async function prepare(db: Db, seats: Seat[]): Promise<void> {
+  const ids = await db.transaction(async (tx) => {
+    await upsertScenarios(tx, DEMO_SCENARIOS);
+    const { rows } = await tx.query<{ id: number; slug: string }>('select id, slug from training_scenarios');
+    return new Map(rows.map((r) => [r.slug, r.id]));
+  });
+  for (let i = 0; i < SESSIONS; i++) {
+    const flagged = i % 2 === 0;
+    await insertAgent(db, { chat_id: trainerId(i), name: `Trainer ${i}`, status: 'active', agent_rank: flagged ? 'Senior Agent' : 'Supervisor', clearance_level: 3, is_trainer: flagged });
+    await insertAgent(db, { chat_id: traineeId(i), name: `Trainee ${i}`, status: 'onboarding', agent_rank: 'Agent', clearance_level: 1, is_trainer: false });
+    const slug = SLUGS[i % SLUGS.length]!;
+    const evidence = DEMO_SCENARIOS.find((s) => s.slug === slug)!.definition.evidence.map((e) => e.key);
+    const cookie = async (chatId: string) => `${SESSION_COOKIE}=${(await createSession(db, 'production', chatId)).token}`;
+    seats.push({ index: i, evidence, trainerCookie: await cookie(trainerId(i)), traineeCookie: await cookie(traineeId(i)), scenarioId: ids.get(slug)!, sessionId: 0 });
+  }
+}
+
+/** Calls `fn(n)` at start + offset + n * period (absolute times: no drift) until `end`, without awaiting it; records how late each tick fired. */
+async function every(start: number, offset: number, period: number, end: number, late: number[], fn: (n: number) => void): Promise<void> {
+  for (let n = 0; ; n++) {
+    const due = start + offset + n * period;
+    if (due >= end) return;
+    const wait = due - performance.now();
+    if (wait > 0) await sleep(wait);
+    late.push(performance.now() - due);
+    fn(n);
+  }
+}
+
+const latencyLines = (ctx: Context, name: string, samples: Sample[]): ResultLine[] => {
+  const ms = samples.map((s) => s.ms);
+  const p99 = percentile(ms, 0.99);
+  return [
+    ctx.line(`${name} p99`, p99, 'ms', { text: `< ${P99_GOAL_MS} ms`, ok: p99 < P99_GOAL_MS }),
+    ctx.line(`${name} p50`, percentile(ms, 0.5), 'ms'),
+    ctx.line(`${name} max`, Math.max(...ms), 'ms'),
+    ctx.line(`${name} requests`, samples.length, 'requests'),
+  ];
+};
+
+/** p99 per 10 s of the window: does it grow as the sessions' events pile up? */
+const p99ByWindow = (samples: Sample[], from: number) =>
+  Array.from({ length: Math.ceil(LOAD_SECONDS / 10) }, (_, w) => samples.filter((s) => Math.floor((s.at - from) / 10_000) === w))
+    .map((part) => percentile(part.map((s) => s.ms), 0.99).toFixed(0))
+    .join(' ');
+
+const statusCounts = (samples: Sample[]) => JSON.stringify(samples.reduce<Record<number, number>>((c, s) => ({ ...c, [s.status]: (c[s.status] ?? 0) + 1 }), {}));
+
+async function classroom(ctx: Context, url: string, databaseUrl: string, seats: Seat[]): Promise<ResultLine[]> {
+  const client = createFleetClient(2 * SESSIONS);
+  const headers = (cookie: string) => ({ cookie, origin: ORIGIN });
+  const call = async (method: 'GET' | 'POST', path: string, cookie: string, body?: unknown) => {
+    const answer = await client.request(method, url + path, headers(cookie), body === undefined ? undefined : JSON.stringify(body));
+    if (answer.status >= 300) throw new Error(`${method} ${path}: ${answer.status} ${answer.body}`);
+    return JSON.parse(answer.body) as { session: { id: number }; events: unknown[] };
+  };
+  try {
+    // Each trainer opens a session for their trainee with a scenario, and starts it.
+    for (const seat of seats) {
+      const created = await call('POST', '/training/sessions', seat.trainerCookie, { trainee_id: traineeId(seat.index), scenario_id: seat.scenarioId });
+      seat.sessionId = created.session.id;
+      await call('POST', `/training/sessions/${seat.sessionId}/start`, seat.trainerCookie, {});
+    }
+
+    const events: Sample[] = [];
+    const payloads: Sample[] = [];
+    const late: number[] = [];
+    const accepted = new Set<string>();
+    let repeats = 0;
+    let duplicated = 0;
+    let lastAnswer = 0;
+    const pending: Promise<void>[] = [];
+    const timed = (into: Sample[], send: () => Promise<{ status: number; body: string }>, then: (status: number, body: string) => void = () => undefined) => {
+      const at = performance.now();
+      pending.push(
+        send().then(
+          (a) => ((lastAnswer = performance.now()), into.push({ at, ms: lastAnswer - at, status: a.status }), then(a.status, a.body)),
+          () => void into.push({ at, ms: performance.now() - at, status: 0 }),
+        ),
+      );
+    };
+
+    // The harness's warm-up (connections, prepared statements, JIT) runs the same load, discarded.
+    await waitQuiet(ctx.options.quietWait * 1000);
+    const load = new OtherLoad();
+    const start = performance.now();
+    const measuredFrom = start + ctx.options.warmup * 1000;
+    const end = measuredFrom + LOAD_SECONDS * 1000;
+    ctx.log(`    ${SESSIONS} sessions started; ${ctx.options.warmup} s warm-up, then ${LOAD_SECONDS} s: ${TARGET_ACTIONS_PER_SECOND} actions/s, ${(SESSIONS * 1000) / POLL_PERIOD_MS} polls/s`);
+    // Random phases: twenty people do not click in step.
+    await Promise.all(
+      seats.flatMap((seat) => [
+        every(start, Math.random() * ACTION_PERIOD_MS, ACTION_PERIOD_MS, end, late, (n) => {
+          const repeat = n >= REPEAT_LAG && n % REPEAT_EVERY === REPEAT_EVERY - 1;
+          const k = repeat ? n - REPEAT_LAG : n;
+          const clientId = `s${seat.sessionId}-a${k}`;
+          if (repeat) repeats++;
+          const body = { ...ACTION_CYCLE[k % ACTION_CYCLE.length]!(seat.evidence), client_id: clientId };
+          timed(events, () => client.request('POST', `${url}/training/sessions/${seat.sessionId}/events`, headers(seat.traineeCookie), JSON.stringify(body)), (status, text) => {
+            if (status === 201) accepted.add(clientId);
+            if (status === 200 && (JSON.parse(text) as { duplicated: boolean }).duplicated) duplicated++;
+          });
+        }),
+        every(start, Math.random() * POLL_PERIOD_MS, POLL_PERIOD_MS, end, late, () =>
+          timed(payloads, () => client.request('GET', `${url}/training/sessions/${seat.sessionId}`, headers(seat.trainerCookie))),
+        ),
+      ]),
+    );
+    await Promise.all(pending);
+    const otherCores = load.cores();
+
+    const inWindow = (s: Sample) => s.at >= measuredFrom;
+    const measuredEvents = events.filter(inWindow);
+    const measuredPayloads = payloads.filter(inWindow);
+    const failed = [...events, ...payloads].filter((s) => s.status < 200 || s.status >= 300);
+    // Answered actions over the window, stretched to the last answer if the service fell behind.
+    const answered = measuredEvents.filter((s) => s.status >= 200 && s.status < 300).length;
+    const rate = answered / ((Math.max(end, lastAnswer) - measuredFrom) / 1000);
+    ctx.log(`    events endpoint statuses ${statusCounts(events)}, payload statuses ${statusCounts(payloads)} (warm-up included)`);
+    ctx.log(`    p99 (ms) by 10 s: events ${p99ByWindow(measuredEvents, measuredFrom)}; payload ${p99ByWindow(measuredPayloads, measuredFrom)}`);
+    const busy = otherCores >= BUSY_CORES ? ' (WARNING: the machine was busy, these latencies are unreliable)' : '';
+    ctx.log(`    timers fired late by p99 ${percentile(late, 0.99).toFixed(1)} ms, max ${Math.max(...late).toFixed(1)} ms; other processes used ${otherCores.toFixed(2)} cores${busy}`);
+
+    const [first] = seats;
+    const finalPage = await call('GET', `/training/sessions/${first!.sessionId}`, first!.trainerCookie);
+    const stored = await inDatabase(databaseUrl, seats.map((s) => s.sessionId));
+    const fullPage = Math.min(SESSION_EVENTS_LIMIT, stored.eventsOf(first!.sessionId));
+    ctx.log(`    database: ${stored.actions} trainee actions (${stored.distinctIds} distinct client_ids) for ${accepted.size} accepted; events per session ${stored.counts.join(', ')}`);
+    return [
+      ...latencyLines(ctx, 'POST events (trainee action)', measuredEvents),
+      ...latencyLines(ctx, 'GET session payload (trainer)', measuredPayloads),
+      ctx.line('errors (non-2xx or no answer)', failed.length, 'requests', { text: '= 0', ok: failed.length === 0 }),
+      ctx.line(`actions answered/s (target ${TARGET_ACTIONS_PER_SECOND})`, rate, 'req/s', {
+        text: `>= ${RATE_GOAL_SHARE * TARGET_ACTIONS_PER_SECOND}`,
+        ok: rate >= RATE_GOAL_SHARE * TARGET_ACTIONS_PER_SECOND,
+      }),
+      ctx.line('repeated client_ids answered duplicated', duplicated, 'requests', { text: `= ${repeats} sent`, ok: duplicated === repeats }),
+      ctx.line('trainee actions recorded in the database', stored.actions, 'events', {
+        text: `= ${accepted.size} client_ids accepted, all distinct`,
+        ok: stored.actions === accepted.size && stored.distinctIds === stored.actions,
+      }),
+      ctx.line('events per session at the end (min)', Math.min(...stored.counts), 'events'),
+      ctx.line('events per session at the end (max)', Math.max(...stored.counts), 'events'),
+      ctx.line('events in a payload after the load', finalPage.events.length, 'events', { text: `= ${fullPage} (capped at ${SESSION_EVENTS_LIMIT})`, ok: finalPage.events.length === fullPage }),
+      ctx.line('other processes during the load', otherCores, 'cores'),
+    ];
+  } finally {
+    client.close();
+  }
+}
+
+/** What the database recorded: trainee actions (and their distinct client_ids), all events per session. */
+async function inDatabase(databaseUrl: string, sessionIds: number[]) {
+  const db = openPostgres({ connectionString: databaseUrl, max: 1 });
+  try {
+    const { rows } = await db.query<{ actions: number; distinct_ids: number }>(
+      `select count(*)::int as actions, count(distinct (training_session_id, client_id))::int as distinct_ids
+       from events where training_session_id = any($1::bigint[]) and type = any($2::text[])`,
+      [sessionIds, TRAINEE_ACTIONS],
+    );
+    const perSession = await db.query<{ id: number; n: number }>(
+      'select training_session_id as id, count(*)::int as n from events where training_session_id = any($1::bigint[]) group by 1',
+      [sessionIds],
+    );
+    const counts = new Map(perSession.rows.map((r) => [r.id, r.n]));
+    return { actions: rows[0]!.actions, distinctIds: rows[0]!.distinct_ids, eventsOf: (id: number) => counts.get(id) ?? 0, counts: [...counts.values()] };
+  } finally {
+    await db.close();
+  }
+}
+
+export const trainingClassroom: Scenario = {
+  name: 'training-classroom',
+  description: `${SESSIONS} training sessions: a trainee action every ${ACTION_PERIOD_MS} ms and a trainer poll every second each, ${LOAD_SECONDS} s open loop (PostgreSQL only)`,
+  needs: [],
+  async run(ctx) {
+    if (!ctx.options.pg) {
+      ctx.log('    skipped: the goal is PostgreSQL\'s (run with --pg <url>)');
+      return [];
+    }
+    const seats: Seat[] = [];
+    return withOwnService(
+      ctx,
+      (db) => prepare(db, seats),
+      (service) => classroom(ctx, service.url, service.databaseUrl!, seats),
+      { TRAINING_ORIGINS: ORIGIN },
+    );
+  },
+};
