@@ -32,7 +32,13 @@ import { gameRoutes } from './game/routes.js';
 import { trainingRoutes } from './training/routes.js';
 import { trainingSessionRoutes } from './training/session-routes.js';
 import { trainingActivityRoutes } from './training/activity-routes.js';
-import { LogBroadcaster, type Broadcaster } from './training/broadcaster.js';
+import type { Broadcaster } from './training/broadcaster.js';
+import websocket from '@fastify/websocket';
+import { RealtimeHub, MAX_FRAME_BYTES } from './realtime/hub.js';
+import { deliverNotifications, NotifyBroadcaster } from './realtime/fanout.js';
+import { realtimeRoutes } from './realtime/routes.js';
+import { SupabaseBroadcaster, type SupabaseTarget } from './realtime/supabase.js';
+import { ENVIRONMENTS, type EnvironmentName } from './config.js';
 import { GameServer } from './game/players.js';
 
 export interface BuildAppOptions {
@@ -43,7 +49,7 @@ export interface BuildAppOptions {
   logger?: Logger;
   /** More routes for the API context (the tests add probes of the error handler this way). */
   extraRoutes?: (api: FastifyInstance) => void | Promise<void>;
-  /** Where live training events go (the realtime hub); by default they are only logged. */
+  /** Where live training events go; by default the realtime hub (or the Supabase project configured). */
   broadcaster?: Broadcaster;
 }
 
@@ -97,6 +103,26 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
       ? new GameServer({ relayUrls: config.gameRelayUrls, serverKey: config.gameServerKey, timeoutMs: config.gameRelayTimeoutMs, ttlMs: config.gamePlayersTtlMs, log })
       : undefined;
 
+  // The realtime hub, fed by every environment's notifications; broadcasts go out through NOTIFY (to
+  // every instance's hub) or, for an environment with an external Supabase project, its REST API.
+  const hub = new RealtimeHub(environments, log);
+  deliverNotifications(environments, hub, log);
+  const supabaseTargets: Partial<Record<EnvironmentName, SupabaseTarget>> = {};
+  for (const name of ENVIRONMENTS) {
+    const { realtimeUrl, supabaseServiceKey } = config.environments[name];
+    if (realtimeUrl && supabaseServiceKey) supabaseTargets[name] = { url: realtimeUrl, serviceKey: supabaseServiceKey };
+  }
+  const notify = new NotifyBroadcaster(environments);
+  const liveBroadcaster = Object.keys(supabaseTargets).length > 0 ? new SupabaseBroadcaster(supabaseTargets, log, notify) : notify;
+  await app.register(websocket, {
+    options: { maxPayload: MAX_FRAME_BYTES },
+    // Shutdown sends every client a close frame (1001) instead of dropping the connection.
+    preClose: (done) => {
+      hub.close();
+      done();
+    },
+  });
+
   await app.register(async (api) => {
     api.setNotFoundHandler(notFoundHandler);
     await api.register(cookie);
@@ -122,9 +148,10 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
     await api.register(adminRoutes, { config });
     await api.register(gameRoutes, { game });
     await api.register(trainingRoutes);
-    const training = { broadcaster: broadcaster ?? new LogBroadcaster(log), log };
+    const training = { broadcaster: broadcaster ?? liveBroadcaster, log };
     await api.register(trainingSessionRoutes, training);
     await api.register(trainingActivityRoutes, training);
+    await api.register(realtimeRoutes, { hub });
     if (extraRoutes) await api.register(async (scope) => extraRoutes(scope as unknown as FastifyInstance));
   });
 

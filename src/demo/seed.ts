@@ -148,7 +148,8 @@ export const RESET_TABLES: readonly { table: string; where?: string }[] = [
 /** Tables a reset leaves alone (checked by the tests: every other table must be in RESET_TABLES). */
 // report_counts is derived: the triggers on reports keep it right through the deletes above.
 // health_state is the status last recorded by this deployment's health checks, not demo data.
-export const PRESERVED_TABLES: readonly string[] = ['schema_migrations', 'sessions', 'report_counts', 'health_state'];
+// realtime_outbox is transport, not data: broadcasts in flight between instances.
+export const PRESERVED_TABLES: readonly string[] = ['schema_migrations', 'sessions', 'report_counts', 'health_state', 'realtime_outbox'];
 
 // Seeding and resetting take one advisory lock: two instances starting together, or two resets
 // at once, run one after the other instead of deadlocking on each other's rows.

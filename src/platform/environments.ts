@@ -38,6 +38,8 @@ export interface Environment {
 export const REPORTS_CHANNEL = 'cms_reports_changed';
 export const EVENTS_CHANNEL = 'cms_events_changed';
 export const QUEUE_CHANNEL = 'cms_queue_changed';
+/** Training broadcasts on their way to every instance's realtime hub (src/realtime/fanout.ts). */
+export const REALTIME_CHANNEL = 'cms_realtime';
 /** Notified by POST /admin/schema/reload (payload: its correlation id); nothing else sends it. */
 export const SCHEMA_RELOAD_CHANNEL = 'cms_schema_reload';
 
@@ -105,6 +107,12 @@ export class Environments {
   private readonly hosts = new Map<string, EnvironmentName>();
   private readonly retries = new Set<NodeJS.Timeout>();
   private closed = false;
+  private realtimeHandler: ((environment: EnvironmentName, db: Db, payload: string) => void) | undefined;
+
+  /** Who hears the realtime notifications of every environment (the hub's fan-out). */
+  onRealtime(handler: (environment: EnvironmentName, db: Db, payload: string) => void): void {
+    this.realtimeHandler = handler;
+  }
 
   private constructor(
     private readonly config: Config,
@@ -179,6 +187,8 @@ export class Environments {
       await clearedBy(db, REPORTS_CHANNEL, reportPages);
       await clearedBy(db, EVENTS_CHANNEL, auditPages);
       await clearedBy(db, QUEUE_CHANNEL, idleQueues);
+      const opened = db;
+      await db.listen(REALTIME_CHANNEL, { onNotify: (payload) => this.realtimeHandler?.(name, opened, payload) });
       // A reload sent while this instance was not listening is made up for once it listens again
       // (the caches above are off meanwhile; the prepared statements are not).
       let missed = false;

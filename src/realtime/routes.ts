@@ -1,0 +1,83 @@
+// Realtime for the training front end (spec: Training center, Authentication 9; issue 12): the
+// client's configuration, its token, and the built-in hub's WebSocket at the path Supabase's
+// client opens (`<backend_url>/realtime/v1/websocket?apikey=…&vsn=…`).
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { sessionAgent } from '../platform/auth/guards.js';
+import { errors } from '../platform/errors.js';
+import { COMMON_ERRORS, errorResponses, timestamp } from '../platform/http/schemas.js';
+import type { RealtimeHub } from './hub.js';
+import { VERSIONS, type Version } from './protocol.js';
+import { mintToken, TOKEN_LIFETIME_SECONDS } from './tokens.js';
+
+const tags = ['Training center'];
+export const TOKEN_PATH = '/training/realtime-token';
+export const SOCKET_PATH = '/realtime/v1/websocket';
+
+const RealtimeConfig = Type.Object({
+  success: Type.Literal(true),
+  backend_url: Type.String({ description: 'Give it to createClient(backend_url, anon_key): this service (its own hub) or the configured Supabase project' }),
+  anon_key: Type.String({ description: 'Public: the built-in hub does not check it' }),
+  token_path: Type.String({ description: 'Where to fetch the JWT for realtime.setAuth(token)' }),
+});
+const RealtimeToken = Type.Object({
+  success: Type.Literal(true),
+  token: Type.String({ description: 'HS256 JWT: role authenticated, sub the chat id' }),
+  ttl: Type.Integer({ description: `Seconds; ${TOKEN_LIFETIME_SECONDS} by default` }),
+  expires_at: timestamp(),
+});
+const SocketQuery = Type.Object({
+  vsn: Type.Optional(Type.String({ description: 'Serializer: 1.0.0 (JSON objects, the default) or 2.0.0 (arrays and binary broadcasts)' })),
+  apikey: Type.Optional(Type.String()),
+  log_level: Type.Optional(Type.String()),
+});
+
+function signingSecret(request: FastifyRequest): string {
+  const secret = request.environment.config.realtimeSigningSecret;
+  if (!secret) throw errors.notConfigured('Realtime');
+  return secret;
+}
+
+export const realtimeRoutes: FastifyPluginAsyncTypebox<{ hub: RealtimeHub }> = async (app, { hub }) => {
+  app.get(
+    '/training/realtime-config',
+    { config: { auth: 'session' }, schema: { tags, summary: 'The browser realtime client’s public configuration', response: { 200: RealtimeConfig, ...errorResponses(...COMMON_ERRORS) } } },
+    async (request) => {
+      sessionAgent(request);
+      signingSecret(request);
+      const { realtimeUrl, realtimeAnonKey, name } = request.environment.config;
+      // The built-in hub is this service at the host the request came to: each environment's own.
+      const backend = realtimeUrl ?? `${request.protocol}://${request.host}`;
+      return { success: true as const, backend_url: backend.replace(/\/$/, ''), anon_key: realtimeAnonKey ?? `cms-${name}-anon`, token_path: TOKEN_PATH };
+    },
+  );
+
+  app.get(
+    TOKEN_PATH,
+    { config: { auth: 'session' }, schema: { tags, summary: 'A signed realtime token for the signed-in agent (503 when realtime is not configured)', response: { 200: RealtimeToken, ...errorResponses(...COMMON_ERRORS) } } },
+    async (request) => {
+      const agent = sessionAgent(request);
+      const token = await mintToken(request.environment.name, signingSecret(request), agent.chat_id);
+      return { success: true as const, ...token };
+    },
+  );
+
+  app.get(
+    SOCKET_PATH,
+    {
+      websocket: true,
+      config: { auth: 'none' },
+      schema: { tags, summary: 'The built-in realtime hub (WebSocket, Supabase Realtime protocol); private training channels only', querystring: SocketQuery },
+      // Refused before the upgrade, with an HTTP answer the client logs.
+      preHandler: async (request) => {
+        signingSecret(request);
+        const vsn = (request.query as { vsn?: string }).vsn ?? '1.0.0';
+        if (!(VERSIONS as readonly string[]).includes(vsn)) throw errors.validation(`querystring.vsn must be one of: ${VERSIONS.join(', ')}`);
+      },
+    },
+    (socket, request) => {
+      hub.accept(socket, request.environment.name, ((request.query as { vsn?: string }).vsn ?? '1.0.0') as Version);
+    },
+  );
+};
