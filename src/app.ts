@@ -113,7 +113,9 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
     if (realtimeUrl && supabaseServiceKey) supabaseTargets[name] = { url: realtimeUrl, serviceKey: supabaseServiceKey };
   }
   const notify = new NotifyBroadcaster(environments);
-  const liveBroadcaster = Object.keys(supabaseTargets).length > 0 ? new SupabaseBroadcaster(supabaseTargets, log, notify) : notify;
+  const supabase = Object.keys(supabaseTargets).length > 0 ? new SupabaseBroadcaster(supabaseTargets, log, notify) : undefined;
+  const broadcastStats = { failures: 0 };
+  const realtimeStats = () => ({ ...hub.stats(), broadcast_failures: broadcastStats.failures + (supabase?.failures ?? 0) });
   await app.register(websocket, {
     options: { maxPayload: MAX_FRAME_BYTES },
     // Shutdown sends every client a close frame (1001) instead of dropping the connection.
@@ -145,10 +147,10 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
     await api.register(actionQueueRoutes);
     await api.register(punishmentRoutes);
     await api.register(disciplineRoutes);
-    await api.register(adminRoutes, { config });
+    await api.register(adminRoutes, { config, realtime: realtimeStats });
     await api.register(gameRoutes, { game });
     await api.register(trainingRoutes);
-    const training = { broadcaster: broadcaster ?? liveBroadcaster, log };
+    const training = { broadcaster: broadcaster ?? supabase ?? notify, log, stats: broadcastStats };
     await api.register(trainingSessionRoutes, training);
     await api.register(trainingActivityRoutes, training);
     await api.register(realtimeRoutes, { hub });

@@ -83,7 +83,19 @@ export interface HealthInputs {
   apiKeyConfigured: boolean;
   oauthConfigured: boolean | null;
   realtimeConfigured: boolean;
+  /** This instance's hub and broadcasts; null where the app has none (tests of the section alone). */
+  realtime: RealtimeStats | null;
   version: string;
+}
+
+export interface RealtimeStats {
+  connections: number;
+  channels: number;
+  delivered: number;
+  refused_joins: number;
+  dropped_frames: number;
+  slow_skips: number;
+  broadcast_failures: number;
 }
 
 /** Every section from what was measured; a section that needs the database is an error without it. */
@@ -127,6 +139,7 @@ export function judgeSections(input: HealthInputs): HealthSections {
       uptime_s: round(process.uptime())!,
       rss_mb: rssMb,
       heap_used_mb: round(memory.heapUsed / 2 ** 20)!,
+      realtime: input.realtime,
     },
   );
 

@@ -42,6 +42,8 @@ export const DatabaseSection = section('The environment database: reachable in t
   migrations_current: nullableBoolean('Applied and expected agree'),
 });
 
+const REALTIME_FIELDS = ['connections', 'channels', 'delivered', 'refused_joins', 'dropped_frames', 'slow_skips', 'broadcast_failures'] as const;
+
 export const ApiSection = section('This instance of the service', {
   version: Type.String({ description: 'package.json version' }),
   node_version: Type.String(),
@@ -49,6 +51,12 @@ export const ApiSection = section('This instance of the service', {
   uptime_s: Type.Number({ description: 'Seconds since this process started' }),
   rss_mb: Type.Number({ description: 'Resident memory of this process' }),
   heap_used_mb: Type.Number(),
+  realtime: Type.Unsafe<{ [K in (typeof REALTIME_FIELDS)[number]]: number } | null>({
+    type: ['object', 'null'],
+    description: 'This instance’s realtime hub since it started: open connections and channels, broadcasts delivered, joins refused, frames dropped (malformed or over the rate), broadcasts skipped for a slow subscriber, broadcasts that failed to send',
+    properties: Object.fromEntries(REALTIME_FIELDS.map((k) => [k, { type: 'integer' }])),
+    required: [...REALTIME_FIELDS],
+  }),
 });
 
 const queueMeasurements = (oldestPending: string) => ({

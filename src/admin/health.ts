@@ -25,6 +25,7 @@ import {
   judgeSections,
   notOk,
   worstOf,
+  type RealtimeStats,
 } from './health-checks.js';
 import { ADMIN_EVENT_TYPES, boundStatements, readHealth, recordHealth, type HealthIncident, type HealthReading } from './health-queries.js';
 import { HealthResult, type HealthSections } from './health-schemas.js';
@@ -32,6 +33,8 @@ import { HealthResult, type HealthSections } from './health-schemas.js';
 export interface AdminHealthOptions {
   /** The service's config, for what is not per environment (chat-platform sign-in). */
   config?: Pick<Config, 'chatOAuth'>;
+  /** This instance's realtime hub and broadcasts, as counted since it started. */
+  realtime?: () => RealtimeStats;
 }
 
 const VERSION = (JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
@@ -59,6 +62,7 @@ interface HealthContext {
   correlationId: string;
   oauthConfigured: boolean | null;
   migrationsExpected: number;
+  realtime: RealtimeStats | null;
 }
 
 /** Measures, judges and records in one bounded transaction; falls back to recording an error alone. */
@@ -78,7 +82,8 @@ async function checkHealth(ctx: HealthContext): Promise<HealthResult> {
       staleTimeoutMs: env.staleTimeoutMs,
       apiKeyConfigured: env.config.apiKey !== undefined,
       oauthConfigured: ctx.oauthConfigured,
-      realtimeConfigured: Boolean(env.config.realtimeSigningSecret && env.config.realtimeUrl && env.config.realtimeAnonKey),
+      realtimeConfigured: Boolean(env.config.realtimeSigningSecret),
+      realtime: ctx.realtime,
       version: VERSION,
     });
   const record = (sections: HealthSections, readAt: string | null) => ({
@@ -138,7 +143,7 @@ export const adminHealthRoutes: FastifyPluginAsyncTypebox<AdminHealthOptions> = 
   const shared = (env: Environment, correlationId: string): Promise<HealthResult> => {
     let running = inFlight.get(env);
     if (running === undefined) {
-      running = checkHealth({ env, correlationId, oauthConfigured, migrationsExpected }).finally(() => inFlight.delete(env));
+      running = checkHealth({ env, correlationId, oauthConfigured, migrationsExpected, realtime: options.realtime?.() ?? null }).finally(() => inFlight.delete(env));
       inFlight.set(env, running);
     }
     return running;

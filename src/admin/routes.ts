@@ -7,12 +7,13 @@ import { adminAccessRoutes } from './access.js';
 import { adminAgentRoutes } from './agents.js';
 import { adminAuditRoutes } from './audit.js';
 import { adminHealthRoutes } from './health.js';
+import type { RealtimeStats } from './health-checks.js';
 import { adminQueueRoutes } from './queue.js';
 import { adminReportRoutes } from './reports.js';
 import { adminSchemaRoutes } from './schema.js';
 
-export const adminRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => {
-  await app.register(adminHealthRoutes, { config });
+export const adminRoutes: FastifyPluginAsync<{ config: Config; realtime?: () => RealtimeStats }> = async (app, { config, realtime }) => {
+  await app.register(adminHealthRoutes, { config, ...(realtime ? { realtime } : {}) });
   await app.register(adminQueueRoutes);
   await app.register(adminAuditRoutes);
   await app.register(adminAgentRoutes);

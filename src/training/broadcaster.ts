@@ -84,10 +84,20 @@ export class LogBroadcaster implements Broadcaster {
   }
 }
 
-/** Sends after the commit; a failure is logged with the request id and swallowed (best-effort). */
+/** Broadcasts that failed since the start (the health answer shows them). */
+export interface BroadcastStats {
+  failures: number;
+}
+
+export interface AnnounceDeps {
+  broadcaster: Broadcaster;
+  log: Logger;
+  stats: BroadcastStats;
+}
+
+/** Sends after the commit; a failure is logged with the request id, counted and swallowed (best-effort). */
 export async function announce(
-  broadcaster: Broadcaster,
-  log: Logger,
+  { broadcaster, log, stats }: AnnounceDeps,
   context: { environment: EnvironmentName; requestId: string },
   session: SessionMembers,
   announcements: readonly Announcement[],
@@ -97,6 +107,7 @@ export async function announce(
   try {
     await broadcaster.send(context.environment, messages);
   } catch (err) {
+    stats.failures++;
     log.warn({ err, request_id: context.requestId, session_id: session.id, events: messages.map((m) => m.event) }, 'training broadcast failed');
   }
 }

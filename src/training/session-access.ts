@@ -2,7 +2,6 @@
 // row, check the caller's part in it, make the change with its events in that transaction, then
 // announce what was recorded after the commit (docs/decisions.md: a non-participant gets 404).
 import type { FastifyRequest } from 'fastify';
-import type { Logger } from 'pino';
 import type { AgentRow } from '../agents/queries.js';
 import { sessionAgent } from '../platform/auth/guards.js';
 import { isSupervisorRank } from '../platform/auth/permissions.js';
@@ -10,14 +9,11 @@ import type { Tx } from '../platform/db/types.js';
 import { errors } from '../platform/errors.js';
 import type { Actor } from '../platform/events.js';
 import { actorOf } from '../platform/http/request-context.js';
-import { announce, type Announcement, type Broadcaster } from './broadcaster.js';
+import { announce, type AnnounceDeps, type Announcement } from './broadcaster.js';
 import { findSession, lockSession, type SessionRow } from './session-queries.js';
 import { roleOf, type Role } from './session-view.js';
 
-export interface TrainingDeps {
-  broadcaster: Broadcaster;
-  log: Logger;
-}
+export type TrainingDeps = AnnounceDeps;
 
 export const isTrainer = (agent: Pick<AgentRow, 'is_trainer' | 'agent_rank'>) => agent.is_trainer || isSupervisorRank(agent.agent_rank);
 
@@ -83,6 +79,6 @@ export async function changeSession<T>(
     if (access === 'trainer' && role !== 'trainer') throw notAssignedTrainer();
     return { session: session!, change: await fn(tx, { session: session!, role, actor, correlationId: request.id }) };
   });
-  await announce(deps.broadcaster, deps.log, { environment: request.environment.name, requestId: request.id }, session, change.announce);
+  await announce(deps, { environment: request.environment.name, requestId: request.id }, session, change.announce);
   return change.result;
 }

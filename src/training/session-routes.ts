@@ -89,7 +89,7 @@ export const trainingSessionRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = as
     },
     async (request, reply) => {
       const { session, event } = await createSession(request);
-      await announce(deps.broadcaster, deps.log, { environment: request.environment.name, requestId: request.id }, session, [{ event, audience: 'members' }]);
+      await announce(deps, { environment: request.environment.name, requestId: request.id }, session, [{ event, audience: 'members' }]);
       return reply.code(201).send(await loadSessionPayload(request.environment.db, session, 'trainer'));
     },
   );
