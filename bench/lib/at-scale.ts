@@ -74,7 +74,7 @@ export async function withAtScaleService<T>(
   ctx.log(`    own service ready in ${readyMs.toFixed(0)} ms`);
   try {
     await settle(child);
-    return await run({ url: child.url, databaseUrl: store.dbs?.productionUrl }, store.rows);
+    return await run({ url: child.url, databaseUrl: store.dbs?.productionUrl, instances: [child] }, store.rows);
   } finally {
     await stop(child);
   }
