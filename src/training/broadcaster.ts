@@ -1,8 +1,8 @@
 // Live training events (spec: Events, broadcast audiences; issue 11 item 9). A session's routes
 // hand what they recorded to one Broadcaster after the commit, so nothing is announced that did not
 // happen; delivery is best-effort: a failure is logged and never fails the request, and clients
-// reconcile through the GET endpoints. The realtime hub (issue 12) implements the interface; until
-// then the service logs what it would send.
+// reconcile through the GET endpoints. Implemented by src/realtime (the built-in hub through NOTIFY,
+// or an external Supabase project).
 import type { Logger } from 'pino';
 import type { EnvironmentName } from '../config.js';
 import type { EventRecord } from '../platform/events.js';
@@ -73,15 +73,6 @@ export function messagesFor(session: SessionMembers, announcements: readonly Ann
     const payload = { session_id: session.id, event: trainingEvent(event) };
     return topics.map((topic) => ({ topic, event: name ?? event.type, payload }));
   });
-}
-
-/** Until the realtime hub exists: what would be sent, at debug level. */
-export class LogBroadcaster implements Broadcaster {
-  constructor(private readonly log: Logger) {}
-
-  async send(environment: EnvironmentName, messages: readonly BroadcastMessage[]): Promise<void> {
-    for (const m of messages) this.log.debug({ environment, topic: m.topic, event: m.event, session_id: m.payload.session_id }, 'training broadcast');
-  }
 }
 
 /** Broadcasts that failed since the start (the health answer shows them). */
