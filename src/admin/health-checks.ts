@@ -1,6 +1,7 @@
 // The thresholds of GET /admin/health and how each section is judged from its measurements. Pure
 // functions of what was read: docs/operations.md ("Health") lists the same thresholds, section by
 // section; change both together.
+import type { HubStats } from '../realtime/hub.js';
 import type { StoreKind } from '../platform/db/types.js';
 import type { HealthReading } from './health-queries.js';
 import type { HealthSections, HealthStatus, SectionName } from './health-schemas.js';
@@ -88,15 +89,8 @@ export interface HealthInputs {
   version: string;
 }
 
-export interface RealtimeStats {
-  connections: number;
-  channels: number;
-  delivered: number;
-  refused_joins: number;
-  dropped_frames: number;
-  slow_skips: number;
-  broadcast_failures: number;
-}
+/** The hub's counts and the broadcasts that failed to send. */
+export type RealtimeStats = HubStats & { broadcast_failures: number };
 
 /** Every section from what was measured; a section that needs the database is an error without it. */
 export function judgeSections(input: HealthInputs): HealthSections {
