@@ -54,29 +54,63 @@ export interface ReportPage {
   counts: { operator: number; supervisor: number };
 }
 
-// $1 statuses (null: any), $2 contact_open (null: any). The type filter ($3) is kept apart so the
-// per-type counts can ignore it: they are the sizes of the operator and supervisor tabs. The same
-// filters apply to the rows (r) and to report_counts (c), whose columns have the same names.
-const sharedFilters = (t: string) => `($1::text[] is null or ${t}.status = any($1::text[]))
-  and ($2::boolean is null or ${t}.contact_open = $2::boolean)`;
-const typeFilter = (t: string) => `($3::boolean is null or ${t}.is_supervisor = $3::boolean)`;
+/**
+ * The page's two statements for one filter shape (which filters are present, the sort), with only
+ * the predicates and parameters that apply: a catch-all predicate (`$1 is null or …`) costs a
+ * fresh plan per call and hides the filter from the planner. Each shape is prepared by name once
+ * per connection. The page is a deferred join: its keys are found first (an index-ordered walk
+ * over the sort and filter columns), then the 50 rows are fetched by key.
+ */
+interface PageStatements {
+  name: string;
+  page: string;
+  totals: string;
+  /** The present filters' values, in parameter order. */
+  values: (query: ReportPageQuery) => unknown[];
+}
+
+const shapes = new Map<string, PageStatements>();
+
+function pageStatements(query: ReportPageQuery): PageStatements {
+  const sort = query.sort ?? 'newest';
+  const filters = [
+    query.statuses !== undefined && { column: 'status', cast: 'text[]', any: true, value: (q: ReportPageQuery) => q.statuses, tab: false },
+    query.contactOpen !== undefined && { column: 'contact_open', cast: 'boolean', any: false, value: (q: ReportPageQuery) => q.contactOpen, tab: false },
+    // The type filter is left out of the per-type counts: they are the sizes of the two tabs.
+    query.type !== undefined && { column: 'is_supervisor', cast: 'boolean', any: false, value: (q: ReportPageQuery) => q.type === 'supervisor', tab: true },
+  ].filter((f) => f !== false);
+  const key = `${sort}_${filters.map((f) => f.column).join('_') || 'all'}`;
+  let found = shapes.get(key);
+  if (found) return found;
+  const predicate = (t: string, f: (typeof filters)[number], i: number) => (f.any ? `${t}.${f.column} = any($${i + 1}::${f.cast})` : `${t}.${f.column} = $${i + 1}::${f.cast}`);
+  const rowWhere = filters.map((f, i) => predicate('r', f, i));
+  const countWhere = filters.flatMap((f, i) => (f.tab ? [] : [predicate('c', f, i)]));
+  const typeIndex = filters.findIndex((f) => f.tab);
+  const n = filters.length;
+  found = {
+    name: `report_page_${key}`,
+    page: `select ${reportColumns('r')} from (
+             select r.report_id from reports r ${rowWhere.length > 0 ? `where ${rowWhere.join(' and ')}` : ''}
+             order by ${ORDER[sort]} limit $${n + 1}::integer offset $${n + 2}::integer
+           ) k join reports r on r.report_id = k.report_id
+           order by ${ORDER[sort]}`,
+    // Totals come from the counters that triggers keep (migration 0007), not from counting rows.
+    totals: `select coalesce(sum(c.n) filter (where ${typeIndex >= 0 ? predicate('c', filters[typeIndex]!, typeIndex) : 'true'}), 0)::integer as total,
+                    coalesce(sum(c.n) filter (where not c.is_supervisor), 0)::integer as operator,
+                    coalesce(sum(c.n) filter (where c.is_supervisor), 0)::integer as supervisor
+             from report_counts c ${countWhere.length > 0 ? `where ${countWhere.join(' and ')}` : ''}`,
+    values: (q) => filters.map((f) => f.value(q)),
+  };
+  shapes.set(key, found);
+  return found;
+}
 
 export async function listReportPage(db: Queryable, query: ReportPageQuery): Promise<ReportPage> {
-  const params = [query.statuses ?? null, query.contactOpen ?? null, query.type === undefined ? null : query.type === 'supervisor'];
+  const statements = pageStatements(query);
+  const values = statements.values(query);
   const [page, totals] = await Promise.all([
-    db.query<ReportRow>(
-      `select ${reportColumns('r')} from reports r where ${sharedFilters('r')} and ${typeFilter('r')}
-       order by ${ORDER[query.sort ?? 'newest']} limit $4::integer offset $5::integer`,
-      [...params, query.limit, query.offset],
-    ),
-    // Totals come from the counters that triggers keep (migration 0007), not from counting rows.
-    db.query<{ total: number; operator: number; supervisor: number }>(
-      `select coalesce(sum(c.n) filter (where ${typeFilter('c')}), 0)::integer as total,
-              coalesce(sum(c.n) filter (where not c.is_supervisor), 0)::integer as operator,
-              coalesce(sum(c.n) filter (where c.is_supervisor), 0)::integer as supervisor
-       from report_counts c where ${sharedFilters('c')}`,
-      params,
-    ),
+    db.query<ReportRow>(statements.page, [...values, query.limit, query.offset], { name: `${statements.name}_rows` }),
+    db.query<{ total: number; operator: number; supervisor: number }>(statements.totals, values, { name: `${statements.name}_totals` }),
   ]);
   const t = totals.rows[0] ?? { total: 0, operator: 0, supervisor: 0 };
   return { rows: page.rows, total: t.total, counts: { operator: t.operator, supervisor: t.supervisor } };
