@@ -5,6 +5,7 @@
 // or an external Supabase project).
 import type { Logger } from 'pino';
 import type { EnvironmentName } from '../config.js';
+import type { Tx } from '../platform/db/types.js';
 import type { EventRecord } from '../platform/events.js';
 
 export const userTopic = (chatId: string) => `training:user:${chatId}`;
@@ -45,6 +46,12 @@ export interface BroadcastMessage {
 export interface Broadcaster {
   /** Sends the messages to the environment's realtime channels; may reject (the caller logs it). */
   send(environment: EnvironmentName, messages: readonly BroadcastMessage[]): Promise<void>;
+  /**
+   * Optional: hands the messages to the change's own transaction, to go out when it commits and
+   * never if it rolls back (NOTIFY does exactly this). Saves the request a round trip and a commit
+   * of its own after the change's.
+   */
+  sendOnCommit?(tx: Tx, environment: EnvironmentName, messages: readonly BroadcastMessage[]): Promise<void>;
 }
 
 /**
@@ -101,4 +108,28 @@ export async function announce(
     stats.failures++;
     log.warn({ err, request_id: context.requestId, session_id: session.id, events: messages.map((m) => m.event) }, 'training broadcast failed');
   }
+}
+
+/**
+ * Inside the change's transaction, for a broadcaster that sends on commit: true when it took the
+ * messages (then nothing is left to send after the commit). On a savepoint, so that a failure is
+ * logged and counted like any failed broadcast and the change still commits.
+ */
+export async function announceOnCommit(
+  { broadcaster, log, stats }: AnnounceDeps,
+  tx: Tx,
+  context: { environment: EnvironmentName; requestId: string },
+  session: SessionMembers,
+  announcements: readonly Announcement[],
+): Promise<boolean> {
+  if (!broadcaster.sendOnCommit) return false;
+  const messages = messagesFor(session, announcements);
+  if (messages.length === 0) return true;
+  try {
+    await tx.transaction((inner) => broadcaster.sendOnCommit!(inner, context.environment, messages));
+  } catch (err) {
+    stats.failures++;
+    log.warn({ err, request_id: context.requestId, session_id: session.id, events: messages.map((m) => m.event) }, 'training broadcast failed');
+  }
+  return true;
 }

@@ -9,7 +9,7 @@ import type { Tx } from '../platform/db/types.js';
 import { errors } from '../platform/errors.js';
 import type { Actor } from '../platform/events.js';
 import { actorOf } from '../platform/http/request-context.js';
-import { announce, type AnnounceDeps, type Announcement } from './broadcaster.js';
+import { announce, announceOnCommit, type AnnounceDeps, type Announcement } from './broadcaster.js';
 import { findSession, lockSession, type SessionRow } from './session-queries.js';
 import { roleOf, type Role } from './session-view.js';
 
@@ -62,7 +62,8 @@ export interface Change<T> {
 
 /**
  * Runs `fn` on the locked session for its assigned trainer (`trainer`) or either member
- * (`participant`), then broadcasts what it recorded. `fn` throws to refuse: nothing is written.
+ * (`participant`), then broadcasts what it recorded (with the commit where the broadcaster can,
+ * else after it). `fn` throws to refuse: nothing is written.
  */
 export async function changeSession<T>(
   deps: TrainingDeps,
@@ -73,12 +74,14 @@ export async function changeSession<T>(
 ): Promise<T> {
   const agent = sessionAgent(request);
   const actor = actorOf(request) as Actor & { kind: 'agent' };
-  const { change, session } = await request.environment.db.transaction(async (tx) => {
+  const context = { environment: request.environment.name, requestId: request.id };
+  const { change, session, sent } = await request.environment.db.transaction(async (tx) => {
     const session = await lockSession(tx, id);
     const role = participation(session, id, agent);
     if (access === 'trainer' && role !== 'trainer') throw notAssignedTrainer();
-    return { session: session!, change: await fn(tx, { session: session!, role, actor, correlationId: request.id }) };
+    const change = await fn(tx, { session: session!, role, actor, correlationId: request.id });
+    return { session: session!, change, sent: await announceOnCommit(deps, tx, context, session!, change.announce) };
   });
-  await announce(deps, { environment: request.environment.name, requestId: request.id }, session, change.announce);
+  if (!sent) await announce(deps, context, session, change.announce);
   return change.result;
 }

@@ -8,9 +8,8 @@ import { sessionAgent } from '../platform/auth/guards.js';
 import type { Tx } from '../platform/db/types.js';
 import { errors } from '../platform/errors.js';
 import { COMMON_ERRORS, errorResponses } from '../platform/http/schemas.js';
-import type { EventRecord } from '../platform/events.js';
 import { actorOf } from '../platform/http/request-context.js';
-import { announce, trainingEvent } from './broadcaster.js';
+import { announce, announceOnCommit, trainingEvent } from './broadcaster.js';
 import { initialState } from './engine.js';
 import { changeSession, readSession, trainer, type TrainingDeps } from './session-access.js';
 import { applyControl, applyEvaluation, CONTROLS, invalidMove, recordScenarioActivated, recordSessionEvent, type Control } from './session-controls.js';
@@ -49,11 +48,12 @@ async function scenarioExists(tx: Tx, id: number): Promise<boolean> {
 
 const scenarioNotFound = (id: number) => errors.notFound(`Training scenario ${id}`);
 
-async function createSession(request: FastifyRequest<{ Body: Static<typeof CreateSessionBody> }>): Promise<{ session: SessionRow; event: EventRecord }> {
+async function createSession(deps: TrainingDeps, request: FastifyRequest<{ Body: Static<typeof CreateSessionBody> }>): Promise<SessionRow> {
   const me = trainer(request);
   const { trainee_id: traineeId, scenario_id: scenarioId } = request.body;
   if (traineeId === me.chat_id) throw errors.validation('body.trainee_id: a trainer cannot train themselves');
-  return request.environment.db.transaction(async (tx) => {
+  let afterCommit: (() => Promise<void>) | undefined;
+  const created = await request.environment.db.transaction(async (tx) => {
     // Shared lock: the trainee cannot leave onboarding before this session is committed.
     const { rows } = await tx.query<{ status: string }>('select status from agents where chat_id = $1::text for share', [traineeId]);
     if (rows.length === 0) throw errors.notFound(`Agent ${traineeId}`);
@@ -71,8 +71,14 @@ async function createSession(request: FastifyRequest<{ Body: Static<typeof Creat
       after: { status: 'pending' },
       data: { trainer_id: me.chat_id, trainee_id: traineeId, scenario_id: scenarioId ?? null },
     });
-    return { session: (await findSession(tx, id))!, event };
+    const session = (await findSession(tx, id))!;
+    const announcement = [{ event, audience: 'members' as const }];
+    const context = { environment: request.environment.name, requestId: request.id };
+    if (!(await announceOnCommit(deps, tx, context, session, announcement))) afterCommit = () => announce(deps, context, session, announcement);
+    return session;
   });
+  await afterCommit?.();
+  return created;
 }
 
 export const trainingSessionRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = async (app, deps) => {
@@ -88,8 +94,7 @@ export const trainingSessionRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = as
       },
     },
     async (request, reply) => {
-      const { session, event } = await createSession(request);
-      await announce(deps, { environment: request.environment.name, requestId: request.id }, session, [{ event, audience: 'members' }]);
+      const session = await createSession(deps, request);
       return reply.code(201).send(await loadSessionPayload(request.environment.db, session, 'trainer'));
     },
   );
