@@ -4,7 +4,6 @@
 // came back, so a slow answer cannot slow the load down and hide itself. A few percent of the posts
 // repeat an earlier client_id (a retry); afterwards the database must hold exactly one trainee action
 // per client_id the service accepted.
-import { setTimeout as sleep } from 'node:timers/promises';
 import { insertAgent } from '../../src/agents/queries.js';
 import { DEMO_SCENARIOS } from '../../src/demo/seed-scenarios.js';
 import { createSession, SESSION_COOKIE } from '../../src/platform/auth/sessions.js';
@@ -16,6 +15,7 @@ import type { TraineeActionBody } from '../../src/training/session-schemas.js';
 import { SESSION_EVENTS_LIMIT } from '../../src/training/session-view.js';
 import { createFleetClient } from '../lib/bot-fleet.js';
 import { BUSY_CORES, OtherLoad, waitQuiet } from '../lib/machine.js';
+import { every } from '../lib/open-loop.js';
 import { withOwnService } from '../lib/own-service.js';
 import { percentile } from '../lib/raw-drain.js';
 import type { Context, ResultLine, Scenario } from '../types.js';
@@ -76,18 +76,6 @@ async function prepare(db: Db, seats: Seat[]): Promise<void> {
     const evidence = DEMO_SCENARIOS.find((s) => s.slug === slug)!.definition.evidence.map((e) => e.key);
     const cookie = async (chatId: string) => `${SESSION_COOKIE}=${(await createSession(db, 'production', chatId)).token}`;
     seats.push({ index: i, evidence, trainerCookie: await cookie(trainerId(i)), traineeCookie: await cookie(traineeId(i)), scenarioId: ids.get(slug)!, sessionId: 0 });
-  }
-}
-
-/** Calls `fn(n)` at start + offset + n * period (absolute times: no drift) until `end`, without awaiting it; records how late each tick fired. */
-async function every(start: number, offset: number, period: number, end: number, late: number[], fn: (n: number) => void): Promise<void> {
-  for (let n = 0; ; n++) {
-    const due = start + offset + n * period;
-    if (due >= end) return;
-    const wait = due - performance.now();
-    if (wait > 0) await sleep(wait);
-    late.push(performance.now() - due);
-    fn(n);
   }
 }
 
