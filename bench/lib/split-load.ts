@@ -1,0 +1,123 @@
+// Load spread over several instances of the service, as a load balancer would: one autocannon per
+// instance, the connections split between them, all running at once; the latencies are pooled so
+// that percentiles are those of every request. A new path per request (varied ids, pages, filters).
+import autocannon from 'autocannon';
+import { OtherLoad, waitQuiet } from './machine.js';
+import { httpGet } from './proc.js';
+
+export interface SplitLoadOptions {
+  /** One base URL per instance. */
+  urls: string[];
+  /** Path and query of each request, called once per request. */
+  path: () => string;
+  headers?: Record<string, string>;
+  connections: number;
+  /** Measured seconds (whole seconds: autocannon stops on its 1 s tick). */
+  duration: number;
+  /** Discarded seconds before the measured run (its requests are counted in `sent`). */
+  warmup: number;
+  /** Seconds to wait at most for other processes to go quiet before the measured run. */
+  quietWait: number;
+  label: string;
+}
+
+export interface SplitLoadResult {
+  label: string;
+  reqPerSec: number;
+  /** Measured responses. */
+  total: number;
+  /**
+   * Requests sent in the warm-up and the measured run together, those still unanswered when the
+   * load stopped included (the service runs them all the same).
+   */
+  sent: number;
+  latencyMs: { p50: number; p95: number; p99: number; max: number };
+  errors: number;
+  non2xx: number;
+  statusCodes: Record<string, number>;
+  /** Cores other processes used during the measured run. */
+  otherCores: number;
+  /** One response when some failed, to show what the service answered. */
+  sample?: string;
+}
+
+interface Run {
+  latencies: number[];
+  completed: number;
+  seconds: number;
+  errors: number;
+  non2xx: number;
+  statusCodes: Record<string, number>;
+}
+
+function cannon(url: string, opts: SplitLoadOptions, connections: number, duration: number, path: () => string): Promise<Run> {
+  const latencies: number[] = [];
+  return new Promise((resolve, reject) => {
+    const instance = autocannon(
+      {
+        url,
+        headers: opts.headers ?? {},
+        requests: [{ setupRequest: (request: autocannon.Request) => ({ ...request, path: path() }) }],
+        connections,
+        duration,
+        pipelining: 1,
+        timeout: 10,
+      },
+      (err: unknown, r: autocannon.Result) => {
+        if (err) return reject(err as Error);
+        const statusCodes: Record<string, number> = {};
+        for (const [code, stat] of Object.entries(r.statusCodeStats ?? {})) statusCodes[code] = stat.count ?? 0;
+        resolve({ latencies, completed: r.requests.total, seconds: r.duration, errors: r.errors, non2xx: r.non2xx, statusCodes });
+      },
+    );
+    instance.on('response', (_client, _status, _bytes, ms) => latencies.push(ms));
+  });
+}
+
+/** Every instance at once, `connections` shared out as evenly as they go. */
+async function together(opts: SplitLoadOptions, duration: number, path: () => string): Promise<Run[]> {
+  const n = opts.urls.length;
+  return Promise.all(opts.urls.map((url, i) => cannon(url, opts, Math.floor(opts.connections / n) + (i < opts.connections % n ? 1 : 0), duration, path)));
+}
+
+const percentile = (sorted: Float64Array, p: number): number =>
+  sorted.length === 0 ? Number.NaN : (sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN);
+
+export async function measureSplit(opts: SplitLoadOptions): Promise<SplitLoadResult> {
+  if (opts.connections < opts.urls.length) throw new Error(`${opts.label}: fewer connections than instances`);
+  let sent = 0;
+  const path = () => {
+    sent++;
+    return opts.path();
+  };
+  if (opts.warmup > 0) await together(opts, opts.warmup, path);
+  await waitQuiet(opts.quietWait * 1000);
+  const load = new OtherLoad();
+  const runs = await together(opts, opts.duration, path);
+  const otherCores = load.cores();
+  const sorted = Float64Array.from(runs.flatMap((r) => r.latencies)).sort();
+  const total = runs.reduce((a, r) => a + r.completed, 0);
+  // The instances ran side by side: the wall time is the longest run's, not their sum.
+  const seconds = Math.max(...runs.map((r) => r.seconds));
+  const statusCodes: Record<string, number> = {};
+  for (const r of runs) for (const [c, n] of Object.entries(r.statusCodes)) statusCodes[c] = (statusCodes[c] ?? 0) + n;
+  const errors = runs.reduce((a, r) => a + r.errors, 0);
+  const non2xx = runs.reduce((a, r) => a + r.non2xx, 0);
+  let sample: string | undefined;
+  if (errors + non2xx > 0) {
+    const url = `${opts.urls[0]}${opts.path()}`;
+    sample = await httpGet(url, opts.headers ?? {}, 10_000).then((r) => `${url} -> ${r.status} ${r.body.slice(0, 300)}`, (e: Error) => `${url} -> ${e.message}`);
+  }
+  return {
+    label: opts.label,
+    reqPerSec: seconds > 0 ? total / seconds : Number.NaN,
+    total,
+    sent,
+    latencyMs: { p50: percentile(sorted, 50), p95: percentile(sorted, 95), p99: percentile(sorted, 99), max: sorted[sorted.length - 1] ?? Number.NaN },
+    errors,
+    non2xx,
+    statusCodes,
+    otherCores,
+    ...(sample === undefined ? {} : { sample }),
+  };
+}
