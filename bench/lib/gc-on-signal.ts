@@ -1,17 +1,29 @@
 // Preloaded into a service (NODE_OPTIONS=--import <this file>) whose memory a scenario measures: on
-// SIGWINCH the process runs a full garbage collection, so that an RSS reading counts what is held,
-// not garbage the heap has not yet collected. SIGWINCH because the service's close-with-grace takes
-// SIGUSR2 for a shutdown and SIGUSR1 opens the inspector. `--expose-gc` is not allowed in
-// NODE_OPTIONS on Node 20; V8 takes the flag at run time, and `gc` appears in new contexts.
+// SIGWINCH the process runs a full garbage collection and writes process.memoryUsage() to
+// <dir>/memory-<pid>.json. RSS (read from /proc) still varies by several MB from one collection to
+// the next, as V8 and malloc hand pages back when they choose; the heap used after a collection
+// is what is held. SIGWINCH because close-with-grace takes SIGUSR2 for a shutdown and SIGUSR1 opens
+// the inspector. `--expose-gc` is not allowed in NODE_OPTIONS on Node 20; V8 takes the flag at run
+// time, and `gc` appears in new contexts.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
 export const GC_SIGNAL = 'SIGWINCH';
-/** The service's extra environment: this file preloaded, and armed. */
-export const GC_ON_SIGNAL_ENV = { NODE_OPTIONS: `--import ${import.meta.url}`, BENCH_GC_ON_SIGNAL: '1' };
 
-if (process.env.BENCH_GC_ON_SIGNAL === '1') {
+/** The service's extra environment: this file preloaded, writing into `dir`. */
+export const gcOnSignalEnv = (dir: string) => ({ NODE_OPTIONS: `--import ${import.meta.url}`, BENCH_GC_ON_SIGNAL: dir });
+
+/** What the process `pid` wrote at its last signal. */
+export const memoryUsageOf = (dir: string, pid: number) => JSON.parse(readFileSync(join(dir, `memory-${pid}.json`), 'utf8')) as NodeJS.MemoryUsage;
+
+const dir = process.env.BENCH_GC_ON_SIGNAL;
+if (dir) {
   setFlagsFromString('--expose-gc');
   const gc = runInNewContext('gc') as () => void;
-  process.on(GC_SIGNAL, () => gc());
+  process.on(GC_SIGNAL, () => {
+    gc();
+    writeFileSync(join(dir, `memory-${process.pid}.json`), JSON.stringify(process.memoryUsage()));
+  });
 }

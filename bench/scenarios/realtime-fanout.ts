@@ -17,13 +17,14 @@ import { mintToken } from '../../src/realtime/tokens.js';
 import { sessionTopic, userTopic } from '../../src/training/broadcaster.js';
 import { upsertScenarios } from '../../src/training/scenario-queries.js';
 import { createFleetClient } from '../lib/bot-fleet.js';
-import { GC_ON_SIGNAL_ENV, GC_SIGNAL } from '../lib/gc-on-signal.js';
+import { GC_SIGNAL, gcOnSignalEnv, memoryUsageOf } from '../lib/gc-on-signal.js';
 import { BUSY_CORES, OtherLoad, waitQuiet } from '../lib/machine.js';
 import { every } from '../lib/open-loop.js';
 import { withOwnService, type OwnService } from '../lib/own-service.js';
-import { memoryMb, settle } from '../lib/proc.js';
 import { Subscribers } from '../lib/phoenix-clients.js';
+import { memoryMb, settle } from '../lib/proc.js';
 import { percentile } from '../lib/raw-drain.js';
+import { freshDataDir } from '../lib/service.js';
 import type { Context, ResultLine, Scenario } from '../types.js';
 
 const SESSIONS = 100;
@@ -78,14 +79,17 @@ async function prepare(db: Db, seats: Seat[]): Promise<void> {
   }
 }
 
-/** Each instance's VmRSS in kB, after a full collection (gc-on-signal.ts): what is held, not garbage not yet collected. */
-async function rssKb(service: OwnService): Promise<number[]> {
+/** Per instance, in kB after a full collection (gc-on-signal.ts): VmRSS from /proc, and the heap used plus memory outside it. */
+async function memory(service: OwnService, dir: string): Promise<Array<{ rss: number; heap: number }>> {
   for (const child of service.instances) process.kill(child.pid, GC_SIGNAL);
   await sleep(GC_WAIT_MS);
-  return service.instances.map((c) => memoryMb(c.pid).rss * 1024);
+  return service.instances.map((c) => {
+    const usage = memoryUsageOf(dir, c.pid);
+    return { rss: memoryMb(c.pid).rss * 1024, heap: (usage.heapUsed + usage.external) / 1024 };
+  });
 }
 
-async function fanout(ctx: Context, service: OwnService, seats: Seat[]): Promise<ResultLine[]> {
+async function fanout(ctx: Context, service: OwnService, seats: Seat[], memoryDir: string): Promise<ResultLine[]> {
   const urls = service.instances.map((c) => c.url);
   const http = createFleetClient(SESSIONS);
   const call = async (url: string, path: string, cookie: string, body: unknown) => {
@@ -114,7 +118,7 @@ async function fanout(ctx: Context, service: OwnService, seats: Seat[]): Promise
 
     // Memory before: the HTTP path has run (sessions created and started), the instances are idle.
     for (const child of service.instances) await settle(child);
-    const before = await rssKb(service);
+    const before = await memory(service, memoryDir);
     const tokens = new Map<string, string>();
     for (const seat of seats) for (const id of [trainerId(seat.index), traineeId(seat.index)]) tokens.set(id, (await mintToken('production', SECRET, id)).token);
     const joinStart = performance.now();
@@ -129,7 +133,7 @@ async function fanout(ctx: Context, service: OwnService, seats: Seat[]): Promise
     const open = subs.open();
     ctx.log(`    ${open} of ${CLIENTS} clients joined in ${((performance.now() - joinStart) / 1000).toFixed(1)} s (${subs.refused} refused)`);
     for (const child of service.instances) await settle(child);
-    const joined = await rssKb(service);
+    const joined = await memory(service, memoryDir);
     const perInstance = CLIENTS / INSTANCES;
 
     // The bench LISTENs too: when PostgreSQL handed each broadcast out splits the latency into the database's part and the hub's.
@@ -172,7 +176,7 @@ async function fanout(ctx: Context, service: OwnService, seats: Seat[]): Promise
     clearInterval(sampler);
     const foreignBackends = foreign.reduce((a, b) => a + b, 0) / Math.max(1, foreign.length);
     await sleep(DRAIN_MS);
-    const loaded = await rssKb(service);
+    const loaded = await memory(service, memoryDir);
 
     // Reconciliation: every answered request's event, at every subscriber of its topics, once.
     const byId = new Map(sent.filter((s) => s.id !== undefined).map((s) => [s.id!, s]));
@@ -205,7 +209,8 @@ async function fanout(ctx: Context, service: OwnService, seats: Seat[]): Promise
     const p = (v: number[], q: number) => percentile(v, q).toFixed(0);
     ctx.log(`    commit->receipt p99 (ms) by 10 s: ${windows.map((w) => p(w, 0.99)).join(' ')}`);
     ctx.log(`    p50: created_at->NOTIFY heard by the bench ${p(database, 0.5)} ms, heard->receipt ${p(hub, 0.5)} ms`);
-    ctx.log(`    RSS (MB) per instance before / joined / after the load: ${before.map((b, i) => `${(b / 1024).toFixed(1)} / ${(joined[i]! / 1024).toFixed(1)} / ${(loaded[i]! / 1024).toFixed(1)}`).join('; ')}`);
+    const mb = (kb: number) => (kb / 1024).toFixed(1);
+    ctx.log(`    MB per instance before / joined / after the load: ${before.map((b, i) => `RSS ${mb(b.rss)} / ${mb(joined[i]!.rss)} / ${mb(loaded[i]!.rss)}, heap+external ${mb(b.heap)} / ${mb(joined[i]!.heap)} / ${mb(loaded[i]!.heap)}`).join('; ')}`);
     const busy = otherCores >= BUSY_CORES || foreignBackends >= BUSY_BACKENDS ? ' (WARNING: the machine was busy, these latencies are unreliable)' : '';
     ctx.log(`    timers fired late by p99 ${percentile(late, 0.99).toFixed(1)} ms, max ${Math.max(...late).toFixed(1)} ms; other processes used ${otherCores.toFixed(2)} cores, other databases ${foreignBackends.toFixed(2)} active backends${busy}`);
     if (subs.problems.length) ctx.log(`    first problems: ${subs.problems.slice(0, 5).join(' | ')}`);
@@ -226,8 +231,14 @@ async function fanout(ctx: Context, service: OwnService, seats: Seat[]): Promise
       ctx.line('request->receipt p99', percentile(request, 0.99), 'ms'),
       ctx.line('request->receipt p50', percentile(request, 0.5), 'ms'),
       ctx.line('errors (non-2xx, no answer, socket errors, closes, unexpected frames)', errors, 'errors', { text: '= 0', ok: errors === 0 }),
-      ...before.map((b, i) => ctx.line(`instance ${i + 1} RSS growth per connection (joined)`, (joined[i]! - b) / perInstance, 'KB', { text: `< ${KB_PER_CONNECTION_GOAL} KB`, ok: (joined[i]! - b) / perInstance < KB_PER_CONNECTION_GOAL })),
-      ...before.map((b, i) => ctx.line(`instance ${i + 1} RSS growth per connection (after the load)`, (loaded[i]! - b) / perInstance, 'KB')),
+      ...before.flatMap((b, i) => {
+        const rss = (joined[i]!.rss - b.rss) / perInstance;
+        return [
+          ctx.line(`instance ${i + 1} RSS growth per connection (joined)`, rss, 'KB', { text: `< ${KB_PER_CONNECTION_GOAL} KB`, ok: rss < KB_PER_CONNECTION_GOAL }),
+          ctx.line(`instance ${i + 1} heap+external growth per connection (joined)`, (joined[i]!.heap - b.heap) / perInstance, 'KB'),
+          ctx.line(`instance ${i + 1} RSS growth per connection (after the load)`, (loaded[i]!.rss - b.rss) / perInstance, 'KB'),
+        ];
+      }),
       ctx.line('other processes during the load', otherCores, 'cores'),
       ctx.line('other databases\' active backends during the load (mean)', foreignBackends, 'backends'),
     ];
@@ -248,6 +259,8 @@ export const realtimeFanout: Scenario = {
       return [];
     }
     const seats: Seat[] = [];
-    return withOwnService(ctx, (db) => prepare(db, seats), (service) => fanout(ctx, service, seats), { TRAINING_ORIGINS: ORIGIN, PRODUCTION_REALTIME_SIGNING_SECRET: SECRET, ...GC_ON_SIGNAL_ENV }, INSTANCES);
+    const memoryDir = freshDataDir();
+    const env = { TRAINING_ORIGINS: ORIGIN, PRODUCTION_REALTIME_SIGNING_SECRET: SECRET, ...gcOnSignalEnv(memoryDir) };
+    return withOwnService(ctx, (db) => prepare(db, seats), (service) => fanout(ctx, service, seats, memoryDir), env, INSTANCES);
   },
 };
