@@ -5,7 +5,7 @@
 // the real OAuth flow. Health by that session under 50 connections, side by side with GET /auth/me
 // by the same session (the lightest session route), and PostgreSQL's own counters: reports and
 // events are never scanned whole.
-import pg from 'pg';
+import { STATS_FLUSH_MS, withClient } from '../lib/pg-counters.js';
 import { HEALTH_COUNT_CAP } from '../../src/admin/health-checks.js';
 import { ADMIN_EVENT_TYPES, HEALTH_READ_SQL } from '../../src/admin/health-queries.js';
 import type { Db } from '../../src/platform/db/types.js';
@@ -17,19 +17,6 @@ import type { ResultLine, Scenario } from '../types.js';
 const P99_GOAL_MS = 50;
 const DIRECTOR = '300000000000000900';
 const TABLES = ['reports', 'events', 'report_actions', 'discipline_deliveries'] as const;
-// PostgreSQL 15 backends publish their table counters at most once a second, and an idle one
-// within 10 s (PGSTAT_IDLE_INTERVAL): the counters are read again only after that.
-const STATS_FLUSH_MS = 11_000;
-
-async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
 
 /** Sequential scans of TABLES, and `computations`: scans of health_state, one per health computation (its compare-and-set). */
 async function scanCounts(url: string): Promise<Record<string, number>> {
