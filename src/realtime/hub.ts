@@ -33,7 +33,8 @@ interface Channel {
   topic: string;
   joinRef: string | null;
   sub: string;
-  expiry: NodeJS.Timeout;
+  /** Closes the channel when its token expires; replaced by each refresh. */
+  expiry?: NodeJS.Timeout;
 }
 
 interface Connection {
@@ -172,7 +173,7 @@ export class RealtimeHub {
     // A second join of a topic replaces the first, as Phoenix does.
     const previous = conn.channels.get(m.topic);
     if (previous) this.closeChannel(conn, previous);
-    const channel: Channel = { topic: m.topic, joinRef: m.join_ref, sub: refusal.sub, expiry: setTimeout(() => undefined, 0) };
+    const channel: Channel = { topic: m.topic, joinRef: m.join_ref, sub: refusal.sub };
     this.schedule(conn, channel, refusal.exp);
     conn.channels.set(m.topic, channel);
     const key = `${conn.environment}|${m.topic}`;

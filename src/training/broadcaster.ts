@@ -4,25 +4,17 @@
 // reconcile through the GET endpoints. Implemented by src/realtime (the built-in hub through NOTIFY,
 // or an external Supabase project).
 import type { Logger } from 'pino';
+import type { Static } from 'typebox';
 import type { EnvironmentName } from '../config.js';
 import type { Tx } from '../platform/db/types.js';
 import type { EventRecord } from '../platform/events.js';
+import type { TrainingEventSchema } from './session-schemas.js';
 
 export const userTopic = (chatId: string) => `training:user:${chatId}`;
 export const sessionTopic = (sessionId: number) => `training:session:${sessionId}`;
 
 /** The event as clients see it, in a broadcast and in the session payload. */
-export interface TrainingEvent {
-  id: number;
-  type: string;
-  actor_kind: EventRecord['actor_kind'];
-  actor_chat_id: string | null;
-  actor_name: string | null;
-  data: unknown;
-  client_id: string | null;
-  correlation_id: string;
-  created_at: string;
-}
+export type TrainingEvent = Static<typeof TrainingEventSchema>;
 
 export const trainingEvent = (e: EventRecord): TrainingEvent => ({
   id: e.id,
@@ -105,9 +97,19 @@ export async function announce(
   try {
     await broadcaster.send(context.environment, messages);
   } catch (err) {
-    stats.failures++;
-    log.warn({ err, request_id: context.requestId, session_id: session.id, events: messages.map((m) => m.event) }, 'training broadcast failed');
+    broadcastFailed({ log, stats }, context, session, messages, err);
   }
+}
+
+function broadcastFailed(
+  { log, stats }: Pick<AnnounceDeps, 'log' | 'stats'>,
+  context: { requestId: string },
+  session: SessionMembers,
+  messages: readonly BroadcastMessage[],
+  err: unknown,
+): void {
+  stats.failures++;
+  log.warn({ err, request_id: context.requestId, session_id: session.id, events: messages.map((m) => m.event) }, 'training broadcast failed');
 }
 
 /**
@@ -128,8 +130,7 @@ export async function announceOnCommit(
   try {
     await tx.transaction((inner) => broadcaster.sendOnCommit!(inner, context.environment, messages));
   } catch (err) {
-    stats.failures++;
-    log.warn({ err, request_id: context.requestId, session_id: session.id, events: messages.map((m) => m.event) }, 'training broadcast failed');
+    broadcastFailed({ log, stats }, context, session, messages, err);
   }
   return true;
 }

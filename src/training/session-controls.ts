@@ -6,7 +6,7 @@ import { errors } from '../platform/errors.js';
 import { recordEvent, type Actor, type EventRecord, type EventType } from '../platform/events.js';
 import { initialState } from './engine.js';
 import type { ScenarioDefinition } from './scenario-file.js';
-import { findActiveInstance, type InstanceRow, type SessionRow } from './session-queries.js';
+import { findInstance, type InstanceRow, type SessionRow } from './session-queries.js';
 import type { EvaluateBody, SessionStatus } from './session-schemas.js';
 
 export const CONTROLS = ['start', 'pause', 'resume', 'restart', 'reset', 'end', 'abort'] as const;
@@ -82,14 +82,14 @@ async function rewindScenarios(tx: Tx, sessionId: number): Promise<void> {
 
 /** The first waiting scenario becomes active when none is; the instance, or undefined. */
 async function activateFirstWaiting(tx: Tx, sessionId: number): Promise<InstanceRow | undefined> {
-  if (await findActiveInstance(tx, sessionId)) return undefined;
   const { rows } = await tx.query<{ id: number }>(
     `update training_session_scenarios set status = 'active', activated_at = now(), updated_at = now()
      where id = (select id from training_session_scenarios where session_id = $1::bigint and status = 'waiting' order by position limit 1)
+       and not exists (select 1 from training_session_scenarios where session_id = $1::bigint and status = 'active')
      returning id`,
     [sessionId],
   );
-  return rows.length === 0 ? undefined : findActiveInstance(tx, sessionId);
+  return rows.length === 0 ? undefined : findInstance(tx, sessionId, rows[0]!.id);
 }
 
 export function sessionEventData(session: Pick<SessionRow, 'id' | 'run'>, extra: Record<string, unknown> = {}) {
