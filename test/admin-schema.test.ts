@@ -19,15 +19,16 @@ const reload = (t: TestApp, who: Person, payload: object = { reason: 'columns ad
   t.app.inject({ method: 'POST', url: '/admin/schema/reload', headers: who.headers, payload });
 const createReport = (t: TestApp) => t.app.inject({ method: 'POST', url: '/reports/create', headers: key, payload: report() });
 
-/** Fills the caches a reload must drop: a report list page and a resolved session. */
+/** Fills the caches a reload must drop: a resolved session and an idle bot queue. */
 async function fillCaches(t: TestApp) {
   const env = t.environments.get('production')!;
   await authNotificationsDelivered(t); // and every other notification sent before: none may clear what follows
-  expect((await t.app.inject({ url: '/reports?limit=5', headers: key })).statusCode).toBe(200);
   const someone = await signedIn(t);
   expect((await t.app.inject({ url: '/auth/me', headers: someone.headers })).statusCode).toBe(200);
-  expect(env.reportPages.size).toBeGreaterThan(0);
+  // After the sign-in's commit, which clears this instance's idle queues.
+  expect((await t.app.inject({ url: '/actions/next/supervisor', headers: key })).statusCode).toBe(204);
   expect(env.sessions.size).toBeGreaterThan(0);
+  expect(env.idleQueues.size).toBeGreaterThan(0);
   return env;
 }
 
@@ -102,10 +103,11 @@ describe('admin schema', () => {
         definition: 'CREATE TRIGGER agents_auth_changed AFTER DELETE OR UPDATE ON public.agents FOR EACH ROW EXECUTE FUNCTION notify_auth_changed()',
       });
       expect(triggers).toContainEqual(
-        expect.objectContaining({ name: 'reports_changed', table: 'reports', function: 'notify_table_changed', events: ['insert', 'delete', 'update', 'truncate'], level: 'statement' }),
+        expect.objectContaining({ name: 'reports_counted_update', table: 'reports', function: 'count_reports', events: ['update'], level: 'statement' }),
       );
       expect(triggers.map((tr) => `${tr.table}.${tr.name}`)).toEqual(triggers.map((tr) => `${tr.table}.${tr.name}`).sort());
-      expect(functions).toContainEqual({ name: 'bump_report_count', arguments: 'p_status text, p_supervisor boolean, p_contact_open boolean, p_delta integer', kind: 'function', returns: 'void', language: 'sql' });
+      expect(functions).toContainEqual({ name: 'count_reports', arguments: '', kind: 'function', returns: 'trigger', language: 'plpgsql' });
+      expect(functions.map((f) => f.name)).not.toContain('notify_table_changed');
       expect(functions).toContainEqual({ name: 'iso_utc', arguments: 't timestamp with time zone', kind: 'function', returns: 'text', language: 'sql' });
       expect(functions).toContainEqual({ name: 'notify_auth_changed', arguments: '', kind: 'function', returns: 'trigger', language: 'plpgsql' });
       // Every trigger's function is in the inventory; pg_trgm's (in the same schema) are not.
@@ -159,7 +161,7 @@ describe('admin schema', () => {
       expect(await trailCounts(t)).toEqual({ ...before, audit: before.audit! + 1, events: before.events! + 1 });
       // Dropped by the committing instance at once, before its own notification comes back.
       expect(env.sessions.size).toBe(0);
-      expect(env.reportPages.size).toBe(0);
+      expect(env.idleQueues.size).toBe(0);
       expect(await listening.stop()).toEqual([correlationId]);
     });
 
@@ -229,7 +231,7 @@ describe.runIf(onPostgres)('a schema changed out of band (PostgreSQL only: PGlit
     const env = await fillCaches(other);
     const res = await reload(one, await admin(one));
     expect(res.statusCode).toBe(200);
-    await vi.waitFor(() => expect([env.sessions.size, env.reportPages.size]).toEqual([0, 0]), { timeout: 5000, interval: 20 });
+    await vi.waitFor(() => expect([env.sessions.size, env.idleQueues.size]).toEqual([0, 0]), { timeout: 5000, interval: 20 });
     const fixed = await createReport(other);
     expect(fixed.statusCode).toBe(201);
     expect((await database.db.query('select 1 from reports where report_id = $1::text', [fixed.json().report.report_id])).rowCount).toBe(1);

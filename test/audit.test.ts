@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
 import { signedIn, type Person } from './helpers/identity.js';
+import { indexProbe } from '../src/audit/queries.js';
 
 const key = { authorization: PRODUCTION_KEY };
 let t: TestApp;
@@ -138,5 +139,56 @@ describe('GET /audit', () => {
     const res = await t.app.inject({ url: `/audit${query}`, headers: key });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toEqual({ success: false, error, code: 'VALIDATION_ERROR' });
+  });
+});
+
+describe('GET /audit at volume: case ids and the counted total', () => {
+  const insert = (sql: string, values: unknown[] = []) => t.db.production.query(sql, values);
+
+  it("a report's exact id, in any letter case, lists that report's events; an id that has no events is searched as text", async () => {
+    await insert(
+      `insert into events (type, actor_kind, report_id, data, correlation_id, created_at) values
+         ('report.created', 'system', 'CASE-Mixed-7', null, 'm1', timestamptz '2026-02-01T00:00:00Z'),
+         ('report.note_added', 'system', 'CASE-Mixed-7', null, 'm2', timestamptz '2026-02-01T00:00:01Z'),
+         ('report.note_added', 'system', 'CASE-Mixed-70', null, 'm3', timestamptz '2026-02-01T00:00:02Z'),
+         ('report.note_added', 'system', 'SVC-CASE-00001', '{"see": "CASE-Mixed-7"}', 'm4', timestamptz '2026-02-01T00:00:03Z')`,
+    );
+    // The id as stored: its own two events, not the longer id nor another report's mention of it.
+    expect(await audit('?search=CASE-Mixed-7')).toMatchObject({ total: 2, total_capped: false, labels: ['m2', 'm1'] });
+    // Typed in lower case, it is not the stored id in either form: the substring search finds all four.
+    expect(await audit('?search=case-mixed-7')).toMatchObject({ total: 4, labels: ['m4', 'm3', 'm2', 'm1'] });
+    // Case ids are upper case: typed in lower case, they still name the report.
+    expect(await audit('?search=svc-case-00001&sort=oldest')).toMatchObject({ total: 4, labels: ['e1', 'e3', 'e7', 'm4'] });
+    // Other filters still apply to a case id.
+    expect(await audit('?search=SVC-CASE-00001&event=contact.')).toMatchObject({ total: 1, labels: ['e3'] });
+    expect(await audit('?search=SVC-CASE-00003', agent.headers)).toMatchObject({ total: 0, labels: [] });
+  });
+
+  it('a phrase is looked up by its rarest-looking word and matched whole', async () => {
+    expect(['footage batch 4217', 'footage batch 42', 'status pending', 'morgan hale', 'pending', 'a b', 'x1 report'].map(indexProbe)).toEqual(['4217', 'footage', 'pending', 'morgan', 'pending', 'a b', 'x1 report']);
+    await insert(
+      `insert into events (type, actor_kind, report_id, after, correlation_id, created_at) values
+         ('report.updated', 'system', 'PHRASE-1', '{"note": "checked Footage Batch 4217"}', 'p1', timestamptz '2026-02-02T00:00:00Z'),
+         ('report.updated', 'system', 'PHRASE-2', '{"note": "footage batch 42"}', 'p2', timestamptz '2026-02-02T00:00:01Z'),
+         ('report.updated', 'system', 'PHRASE-3', '{"note": "batch 42 of the footage"}', 'p3', timestamptz '2026-02-02T00:00:02Z'),
+         ('report.updated', 'system', 'PHRASE-4', '{"note": "footage_batch 42%"}', 'p4', timestamptz '2026-02-02T00:00:03Z')`,
+    );
+    expect(await audit('?search=footage%20batch%2042')).toMatchObject({ total: 2, labels: ['p2', 'p1'] });
+    expect(await audit('?search=FOOTAGE%20BATCH%20421')).toMatchObject({ total: 1, labels: ['p1'] });
+    expect(await audit('?search=footage_batch%2042%25')).toMatchObject({ total: 1, labels: ['p4'] });
+    expect(await audit('?search=batch%2042%20of%20footage')).toMatchObject({ total: 0, labels: [] });
+  });
+
+  it('counts matches up to 1,000 and says when there were more', async () => {
+    await insert(
+      `insert into events (type, actor_kind, report_id, correlation_id, created_at)
+       select 'report.updated', 'system', 'CAP-' || g, 'cap-' || g, timestamptz '2026-03-01T00:00:00Z' + make_interval(secs => g)
+       from generate_series(1, 1000) as g`,
+    );
+    expect(await audit('?search=cap-&limit=2')).toMatchObject({ total: 1000, total_capped: false, labels: ['cap-1000', 'cap-999'] });
+    await insert(`insert into events (type, actor_kind, report_id, correlation_id) values ('report.updated', 'system', 'CAP-X', 'cap-x')`);
+    const body = await audit('?search=cap-&limit=2&offset=1000');
+    expect(body).toMatchObject({ total: 1000, total_capped: true, offset: 1000, labels: ['cap-1'] });
+    expect(await audit('?search=CAP-X')).toMatchObject({ total: 1, total_capped: false, labels: ['cap-x'] });
   });
 });

@@ -3,7 +3,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { isSupervisorRank } from '../platform/auth/permissions.js';
 import { COMMON_ERRORS, errorResponses } from '../platform/http/schemas.js';
-import { describeEvent, searchEvents } from './queries.js';
+import { describeEvent, findCaseIds, searchEvents } from './queries.js';
 import { AuditList, AuditQuery } from './schemas.js';
 
 export const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -18,8 +18,12 @@ export const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const principal = request.principal;
       const limit = query.limit ?? 100;
       const offset = query.offset ?? 0;
+      const search = query.search || undefined;
+      const db = request.environment.db;
+      const caseIds = search === undefined ? [] : await findCaseIds(db, search);
       const filter = {
-        search: query.search || undefined,
+        search,
+        caseIds: caseIds.length > 0 ? caseIds : undefined,
         events: (query.event ?? '').split(',').map((e) => e.trim()).filter((e) => e.length > 0),
         reportId: query.report_id,
         supervisor: query.supervisor,
@@ -28,18 +32,8 @@ export const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
         limit,
         offset,
       };
-      // Answers are kept until the event log changes (any instance's commit clears them); the key
-      // is the whole filter, the caller's supervisor visibility included.
-      const pages = request.environment.auditPages;
-      const key = JSON.stringify(filter);
-      let found = pages.get(key);
-      if (!found) {
-        const mark = pages.mark();
-        found = await searchEvents(request.environment.db, filter);
-        pages.store(key, found, mark);
-      }
-      const { total, events } = found;
-      return { success: true as const, total, offset, limit, events: events.map((event) => ({ ...event, text: describeEvent(event) })) };
+      const { total, totalCapped, events } = await searchEvents(db, filter);
+      return { success: true as const, total, total_capped: totalCapped, offset, limit, events: events.map((event) => ({ ...event, text: describeEvent(event) })) };
     },
   );
 };

@@ -1,13 +1,19 @@
 // GET /audit (spec: Audit log): the canonical events, searched, filtered, sorted and paged in SQL.
 import { Type, type Static } from 'typebox';
 import { nullableString, stringEnum, timestamp } from '../platform/http/schemas.js';
+import { AUDIT_TOTAL_CAP } from './queries.js';
 
 export const AUDIT_SORTS = ['newest', 'oldest', 'event', 'by', 'report'] as const;
 export type AuditSort = (typeof AUDIT_SORTS)[number];
 
 export const AuditQuery = Type.Object(
   {
-    search: Type.Optional(Type.String({ maxLength: 200, description: 'Case-insensitive substring of type, report id, actor name or before/after/data' })),
+    search: Type.Optional(
+      Type.String({
+        maxLength: 200,
+        description: "Case-insensitive substring of type, report id, actor name or before/after/data; a report's exact id lists that report's events",
+      }),
+    ),
     event: Type.Optional(Type.String({ maxLength: 200, description: 'Comma-separated substrings of the event type, e.g. `report.,contact.`' })),
     report_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
@@ -39,7 +45,8 @@ export const AuditEvent = Type.Object({
 
 export const AuditList = Type.Object({
   success: Type.Literal(true),
-  total: Type.Integer(),
+  total: Type.Integer({ description: `Matching events, counted up to ${AUDIT_TOTAL_CAP.toLocaleString('en')}` }),
+  total_capped: Type.Boolean({ description: `More than ${AUDIT_TOTAL_CAP.toLocaleString('en')} events match: total is that cap` }),
   offset: Type.Integer(),
   limit: Type.Integer(),
   events: Type.Array(AuditEvent),

@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { ENVIRONMENTS, type Config, type EnvironmentConfig, type EnvironmentName } from '../config.js';
 import { seedDemoIfEmpty } from '../demo/seed.js';
-import type { EventSearchResult } from '../audit/queries.js';
 import { AUTH_CHANNEL, SessionCache } from './auth/session-cache.js';
 import { ChangeCache } from './cache/change-cache.js';
 import { migrate } from './db/migrate.js';
@@ -19,10 +18,6 @@ export interface Environment {
   readonly db: Db;
   /** Resolved sessions, cleared through database notifications (see session-cache.ts). */
   readonly sessions: SessionCache;
-  /** Report list pages (serialised responses), cleared whenever reports change (see change-cache.ts). */
-  readonly reportPages: ChangeCache<string>;
-  /** Audit log answers, cleared whenever the event log changes. */
-  readonly auditPages: ChangeCache<EventSearchResult>;
   /** Bot queues known to have nothing to hand out, and until when (see queue/idle.ts). */
   readonly idleQueues: ChangeCache<true>;
   /** Claimed queue items older than this are swept back (QUEUE_STALE_TIMEOUT_SECONDS). */
@@ -35,8 +30,6 @@ export interface Environment {
   reloadSchema(): void;
 }
 
-export const REPORTS_CHANNEL = 'cms_reports_changed';
-export const EVENTS_CHANNEL = 'cms_events_changed';
 export const QUEUE_CHANNEL = 'cms_queue_changed';
 /** Training broadcasts on their way to every instance's realtime hub (src/realtime/fanout.ts). */
 export const REALTIME_CHANNEL = 'cms_realtime';
@@ -164,14 +157,10 @@ export class Environments {
   private async tryOpen(name: EnvironmentName): Promise<void> {
     const envConfig = this.config.environments[name];
     const sessions = new SessionCache();
-    const reportPages = new ChangeCache<string>();
-    const auditPages = new ChangeCache<EventSearchResult>();
     const idleQueues = new ChangeCache<true>(10_000);
     let db: Db | undefined;
     const reloadSchema = () => {
       sessions.clear();
-      reportPages.clear();
-      auditPages.clear();
       idleQueues.clear();
       db?.resetStatements();
     };
@@ -184,8 +173,6 @@ export class Environments {
         onReady: () => sessions.setLive(true),
         onLost: () => sessions.setLive(false),
       });
-      await clearedBy(db, REPORTS_CHANNEL, reportPages);
-      await clearedBy(db, EVENTS_CHANNEL, auditPages);
       await clearedBy(db, QUEUE_CHANNEL, idleQueues);
       const opened = db;
       await db.listen(REALTIME_CHANNEL, { onNotify: (payload) => this.realtimeHandler?.(name, opened, payload) });
@@ -211,14 +198,11 @@ export class Environments {
       return;
     }
     if (this.closed) return void (await db.close());
-    this.ready.set(name, { name, config: envConfig, db: clearingOnCommit(db, () => {
-        reportPages.clear();
-        auditPages.clear();
-        idleQueues.clear();
-      }),
+    this.ready.set(name, {
+      name,
+      config: envConfig,
+      db: clearingOnCommit(db, () => idleQueues.clear()),
       sessions,
-      reportPages,
-      auditPages,
       idleQueues,
       staleTimeoutMs: this.config.queueStaleTimeoutMs,
       reloadSchema,

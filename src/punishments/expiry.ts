@@ -4,12 +4,9 @@
 import type { Environment } from '../platform/environments.js';
 import { expireDuePunishments } from './queries.js';
 
-/** Expires what is due; what this instance keeps (audit answers, idle queues) is cleared when anything expired. */
+/** Expires what is due; this instance's idle queues are cleared when anything expired. */
 export async function expirePunishments(env: Environment, correlationId: string): Promise<string[]> {
   const expired = await expireDuePunishments(env.db, correlationId);
-  if (expired.length > 0) {
-    env.auditPages.clear();
-    env.idleQueues.clear();
-  }
+  if (expired.length > 0) env.idleQueues.clear();
   return expired;
 }

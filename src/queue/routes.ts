@@ -135,8 +135,6 @@ export const actionQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const completed = await completeAction(env.db, { actionId: id, result: request.body.result, note: request.body.note ?? null, correlationId: request.id });
       if (completed.outcome === 'not_found') throw errors.actionNotFound(id);
       if (completed.outcome === 'already_completed') throw errors.actionAlreadyCompleted(id, completed.status);
-      // One statement outside a transaction: the event it wrote clears this instance's audit answers here.
-      env.auditPages.clear();
       return { success: true as const, action: completed.action };
     },
   );

@@ -106,13 +106,12 @@ export async function sweepStale(db: Queryable, table: SweptQueue, options: { ti
 }
 
 /**
- * The sweep a pickup runs before it claims. It is one statement outside any transaction, so what
- * this instance keeps (audit answers, idle queues) is cleared here when it moved something; other
- * instances hear of it through the notifications.
+ * The sweep a pickup runs before it claims. It is one statement outside any transaction, so the
+ * idle queues this instance keeps are cleared here when it requeued something; other instances
+ * hear of it through the notifications.
  */
 export async function sweepBeforePickup(env: Environment, table: SweptQueue, correlationId: string): Promise<SweepResult> {
   const swept = await sweepStale(env.db, table, { timeoutMs: env.staleTimeoutMs, correlationId });
-  if (swept.requeued.length > 0 || swept.failed.length > 0) env.auditPages.clear();
   if (swept.requeued.length > 0) env.idleQueues.clear();
   return swept;
 }

@@ -1,7 +1,7 @@
 // Report CRUD (spec: Reports): create, list, read, update, delete, the compatibility no-ops and the
 // bot's chat-profile delivery. Every change is one transaction with its timeline row and event.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { assertAssignedAgent, assertMaySeeSupervisor } from '../platform/auth/guards.js';
 import { hasPermission, isSupervisorRank } from '../platform/auth/permissions.js';
 import { errors } from '../platform/errors.js';
@@ -95,7 +95,7 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: ReportList, ...errorResponses(400, ...COMMON_ERRORS) },
       },
     },
-    async (request, reply) => {
+    async (request) => {
       const q = request.query;
       const db = request.environment.db;
       const supervisor = maySeeSupervisor(request);
@@ -108,27 +108,15 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (q.status !== undefined) statuses = statuses ? statuses.filter((s) => s === q.status) : [q.status];
       const offset = q.offset ?? 0;
       const pageQuery = { limit: q.limit, offset, statuses, type: q.type, contactOpen: q.contact_open, sort: q.sort };
-      // Pages are kept, serialised, until reports change (any instance's commit clears them): the
-      // dashboard's polling then costs neither a query nor serialising 50 reports. The caller's
-      // supervisor visibility is part of the key, since it changes what the page shows.
-      const pages = request.environment.reportPages;
-      const key = JSON.stringify([pageQuery, supervisor]);
-      const kept = pages.get(key);
-      // A serialised page goes out as it is: the untyped reply takes the string.
-      const send = (json: string) => (reply as FastifyReply).type('application/json; charset=utf-8').send(json);
-      if (kept !== undefined) return send(kept);
-      const mark = pages.mark();
       const page = await listReportPage(db, pageQuery);
-      const json = reply.serialize({
+      return {
         success: true as const,
         reports: redact(page.rows, supervisor),
         total: page.total,
         offset,
         limit: q.limit,
         counts: { operator: page.counts.operator, supervisor: supervisor ? page.counts.supervisor : 0 },
-      }) as string;
-      pages.store(key, json, mark);
-      return send(json);
+      };
     },
   );
 

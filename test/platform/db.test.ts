@@ -1,6 +1,7 @@
 // The Db contract, identical on PGlite and PostgreSQL: value shapes, counts, error codes,
 // transactions (commit, rollback, savepoints) and the guard against the outer handle inside one.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openPostgres, Turns } from '../../src/platform/db/postgres.js';
 import { DbError, type Db } from '../../src/platform/db/types.js';
 import { recordEvent } from '../../src/platform/events.js';
 import { createTestDatabase, onPostgres, storeName, type TestDatabase } from '../helpers/stores.js';
@@ -192,5 +193,41 @@ describe('recordEvent', () => {
     ]);
     expect(bot).toMatchObject({ actor_kind: 'bot', actor_chat_id: null, is_supervisor: false });
     expect(system).toMatchObject({ actor_kind: 'system', actor_chat_id: null, data: { swept: 2 } });
+  });
+});
+
+describe('Turns at the pool', () => {
+  it('gives a freed connection to a waiting transaction before reads that waited longer', async () => {
+    const turns = new Turns(2);
+    expect([turns.take(false), turns.take(false)]).toEqual([undefined, undefined]);
+    const order: string[] = [];
+    const wait = (label: string, change: boolean) => turns.take(change)!.then(() => order.push(label));
+    const all = Promise.all([wait('read 1', false), wait('read 2', false), wait('change 1', true), wait('change 2', true)]);
+    expect(turns.waiting).toEqual({ changes: 2, reads: 2 });
+    for (let i = 0; i < 4; i++) turns.give();
+    await all;
+    expect(order).toEqual(['change 1', 'change 2', 'read 1', 'read 2']);
+    // Everything given back: both turns free again, taken without waiting.
+    turns.give();
+    turns.give();
+    expect([turns.take(false), turns.take(true), turns.waiting]).toEqual([undefined, undefined, { changes: 0, reads: 0 }]);
+  });
+
+  it.runIf(onPostgres)('on PostgreSQL: a transaction queued behind busy connections runs before the reads queued earlier', async () => {
+    const db = openPostgres({ connectionString: t.url!, max: 2 });
+    try {
+      const finished: string[] = [];
+      const read = (label: string, seconds: number) => db.query('select pg_sleep($1::float8)', [seconds]).then(() => finished.push(label));
+      const busy = [read('busy 1', 0.3), read('busy 2', 0.6)];
+      const queued = [read('read 1', 0.2), read('read 2', 0.2)];
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const change = db.transaction((tx) => tx.query('select 1')).then(() => finished.push('change'));
+      await Promise.all([...busy, ...queued, change]);
+      // The change took the first connection freed (at 0.3 s); first come, first served would have
+      // given it to read 1 and left the change waiting until 0.5 s.
+      expect(finished).toEqual(['busy 1', 'change', 'read 1', 'busy 2', 'read 2']);
+    } finally {
+      await db.close();
+    }
   });
 });

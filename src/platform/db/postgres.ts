@@ -20,10 +20,46 @@ const types = {
     TYPE_PARSERS[oid] ?? pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
 
+/**
+ * Turns at the pool's connections, one per connection, given to transactions before single
+ * statements: when reads keep every connection busy, a change waits for the next connection to
+ * come free rather than behind every read queued before it (pg's own queue is first come, first
+ * served). A read still never waits while a connection is free.
+ */
+export class Turns {
+  private free: number;
+  private readonly changes: (() => void)[] = [];
+  private readonly reads: (() => void)[] = [];
+
+  constructor(size: number) {
+    this.free = size;
+  }
+
+  take(change: boolean): Promise<void> | undefined {
+    if (this.free > 0) {
+      this.free--;
+      return undefined;
+    }
+    return new Promise((resolve) => (change ? this.changes : this.reads).push(resolve));
+  }
+
+  give(): void {
+    const next = this.changes.shift() ?? this.reads.shift();
+    if (next) next();
+    else this.free++;
+  }
+
+  get waiting(): { changes: number; reads: number } {
+    return { changes: this.changes.length, reads: this.reads.length };
+  }
+}
+
 export function openPostgres(options: PostgresOptions): Db {
+  const max = options.max ?? 10;
+  const turns = new Turns(max);
   const pool = new pg.Pool({
     connectionString: options.connectionString,
-    max: options.max ?? 10,
+    max,
     application_name: options.applicationName ?? 'case-management-service',
     types,
   });
@@ -40,17 +76,24 @@ export function openPostgres(options: PostgresOptions): Db {
   const openedIn = new WeakMap<pg.PoolClient, number>();
   pool.on('connect', (client) => openedIn.set(client, generation));
 
-  const checkout = async (): Promise<pg.PoolClient> => {
+  /** A connection for one statement or one transaction (`change`); give it back with checkin. */
+  const checkout = async (change: boolean): Promise<pg.PoolClient> => {
+    await turns.take(change);
     for (;;) {
       let client: pg.PoolClient;
       try {
         client = await pool.connect();
       } catch (err) {
+        turns.give();
         throw DbError.from(err);
       }
       if (openedIn.get(client) === generation) return client;
       client.release(true);
     }
+  };
+  const checkin = (client: pg.PoolClient, destroy?: Error) => {
+    client.release(destroy);
+    turns.give();
   };
 
   const run = async (target: pg.PoolClient, text: string, values?: readonly unknown[], options?: QueryOptions) => {
@@ -79,7 +122,7 @@ export function openPostgres(options: PostgresOptions): Db {
    * instead of crashing the process (the pool's own error listener is off the client meanwhile).
    */
   const once = async <T>(use: (client: pg.PoolClient) => Promise<T>): Promise<T> => {
-    const client = await checkout();
+    const client = await checkout(false);
     const ignore = () => undefined;
     client.on('error', ignore);
     let failure: Error | undefined;
@@ -90,7 +133,7 @@ export function openPostgres(options: PostgresOptions): Db {
       throw err;
     } finally {
       client.off('error', ignore);
-      client.release(failure);
+      checkin(client, failure);
     }
   };
 
@@ -103,7 +146,7 @@ export function openPostgres(options: PostgresOptions): Db {
     },
     exec: (sql) => once((client) => execOn(client, sql)),
     async transaction(fn) {
-      const client = await checkout();
+      const client = await checkout(true);
       const { tx, end } = createTx((text, values, options) => run(client, text, values, options), (sql) => execOn(client, sql));
       let broken: Error | undefined;
       try {
@@ -117,7 +160,7 @@ export function openPostgres(options: PostgresOptions): Db {
       } finally {
         end();
         // A client whose rollback failed is in an unknown state: destroy it rather than reuse it.
-        client.release(broken);
+        checkin(client, broken);
       }
     },
     listen: (channel, subscriber) => listener.listen(channel, subscriber),
