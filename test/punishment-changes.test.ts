@@ -192,6 +192,8 @@ describe('PATCH /punishments/<id>', () => {
       [{ reason: 'x', revoked_by: '1' }, 'body.revoked_by is server-managed and cannot be set'],
       [{ reason: 'x', user_id: '1' }, 'body.user_id is not an accepted field'],
       [{ reason: 'x', expires_at: new Date(Date.now() - 1000).toISOString() }, 'body.expires_at must be in the future'],
+      [{ reason: 'x', duration: '0m' }, 'body.duration must be a length of time above zero (30m, 12h, 7d, 2w) or a label'],
+      [{ reason: 'x', duration: ' -1H ' }, 'body.duration must be a length of time above zero (30m, 12h, 7d, 2w) or a label'],
       [{ reason: 'x', report_id: 'SVC-CASE-99999' }, 'body.report_id: report SVC-CASE-99999 does not exist'],
     ];
     for (const [body, error] of cases) {

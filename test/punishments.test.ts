@@ -95,6 +95,8 @@ describe('POST /punishments', () => {
     ['empty reason', { reason: '' }, 'body.reason must NOT have fewer than 1 characters'],
     ['long username', { username: 'u'.repeat(101) }, 'body.username must NOT have more than 100 characters'],
     ['past expires_at', { expires_at: past }, 'body.expires_at must be in the future'],
+    ['zero duration', { duration: '0m' }, 'body.duration must be a length of time above zero (30m, 12h, 7d, 2w) or a label'],
+    ['negative duration', { duration: '-2d' }, 'body.duration must be a length of time above zero (30m, 12h, 7d, 2w) or a label'],
     ['expires_at without a time zone', { expires_at: '2099-01-01T00:00:00' }, 'body.expires_at must match format "date-time"'],
     ['status Revoked', { status: 'Revoked' }, 'body.status: Revoked is set by the service (expiry sweep or the revoke route), not by a client'],
     ['status Expired', { status: 'Expired' }, 'body.status: Expired is set by the service (expiry sweep or the revoke route), not by a client'],

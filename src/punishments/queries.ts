@@ -168,12 +168,21 @@ export async function insertPunishment(tx: Tx, input: NewPunishment): Promise<Pu
   throw new Error(`No free punishment id after ${ID_ATTEMPTS} attempts`);
 }
 
+/** A length of time: an amount (a sign allowed, so that a negative one is recognised and refused) and a unit. */
+const TIMED_DURATION = /^\s*([-+]?\d{1,6})\s*(m|h|d|w)\s*$/i;
+
+/** A duration such as `0m` or `-2d` would set an expiry that has already passed. */
+export function isEmptyDuration(duration: string | null | undefined): boolean {
+  const match = duration == null ? null : TIMED_DURATION.exec(duration);
+  return match !== null && Number(match[1]) <= 0;
+}
+
 /**
  * A duration such as `30m`, `12h`, `7d` or `2w` as an expiry from now; undefined for anything else
  * (`permanent`, free text), which is kept as a label only.
  */
 export function expiryFromDuration(duration: string, now = new Date()): string | undefined {
-  const match = /^\s*(\d{1,6})\s*(m|h|d|w)\s*$/i.exec(duration);
+  const match = TIMED_DURATION.exec(duration);
   if (!match) return undefined;
   const unitMs = { m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 }[match[2]!.toLowerCase() as 'm' | 'h' | 'd' | 'w'];
   return new Date(now.getTime() + Number(match[1]) * unitMs).toISOString();

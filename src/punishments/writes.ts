@@ -10,7 +10,7 @@ import { AppError, errors } from '../platform/errors.js';
 import { recordEvent } from '../platform/events.js';
 import { actorOf } from '../platform/http/request-context.js';
 import { findCitedReport, revokePunishment, updatePunishmentFields, type PunishmentChanges, type UpdatableColumn } from './changes.js';
-import { expiryFromDuration, insertPunishment, IN_FORCE, lockPunishment, type PunishmentRow } from './queries.js';
+import { expiryFromDuration, insertPunishment, IN_FORCE, isEmptyDuration, lockPunishment, type PunishmentRow } from './queries.js';
 import { EDITABLE_FIELDS, type CreatePunishmentBody, type UpdatePunishmentBody } from './schemas.js';
 
 export const punishmentNotFound = (id: string) => new AppError(404, `Punishment ${id} not found`, 'PUNISHMENT_NOT_FOUND');
@@ -24,6 +24,11 @@ function assertSettableStatus(status: string | undefined): void {
 
 function assertFutureExpiry(expiresAt: string | null | undefined): void {
   if (expiresAt != null && Date.parse(expiresAt) <= Date.now()) throw errors.validation('body.expires_at must be in the future');
+}
+
+/** `0m` or `-2d` is refused as a past expires_at is: it would lift the punishment as it is issued. */
+function assertPositiveDuration(duration: string | null | undefined): void {
+  if (isEmptyDuration(duration)) throw errors.validation('body.duration must be a length of time above zero (30m, 12h, 7d, 2w) or a label');
 }
 
 /** 400 for a report that does not exist; 403 for a supervisor-flagged one below supervisor rank. */
@@ -47,6 +52,7 @@ export async function issuePunishment(request: FastifyRequest, body: CreatePunis
   const agent = sessionAgent(request);
   assertSettableStatus(body.status);
   assertFutureExpiry(body.expires_at);
+  assertPositiveDuration(body.duration);
   // A duration such as 7d sets the expiry unless one is given; other durations are labels.
   const expiresAt = body.expires_at ?? (body.duration != null ? (expiryFromDuration(body.duration) ?? null) : null);
   const actor = actorOf(request);
@@ -84,6 +90,7 @@ export function assertUpdateBody(id: string, body: UpdatePunishmentBody): void {
 /** Applies a PATCH; returns whether anything changed (nothing is written otherwise). */
 export async function updatePunishment(request: FastifyRequest, id: string, body: UpdatePunishmentBody): Promise<boolean> {
   sessionAgent(request);
+  assertPositiveDuration(body.duration);
   const actor = actorOf(request);
   return request.environment.db.transaction(async (tx) => {
     const current = await lockPunishment(tx, id);
