@@ -12,7 +12,7 @@ import { scenarios } from './scenarios/index.js';
 import type { RunOptions, Scenario } from './types.js';
 
 const HELP = `usage: node dist/bench/run.js [options]   (or: npm run bench -- [options])
-  --only <a,b>         run only these scenarios (${scenarios.map((s) => s.name).join(', ')})
+  --only <a,b>         run only these scenarios (${scenarios.map((s) => s.name).join(', ')}; soak runs only when named)
   --duration <s>       measured seconds per side of a comparison (default 10)
   --connections <n>    concurrent connections (default 50)
   --warmup <s>         discarded warm-up seconds before each load run (default 2)
@@ -76,7 +76,7 @@ async function main(): Promise<number> {
     for (const s of scenarios) console.log(`${s.name.padEnd(18)} ${s.description}`);
     return 0;
   }
-  const selected: Scenario[] = scenarios.filter((s) => !options.only || options.only.includes(s.name));
+  const selected: Scenario[] = scenarios.filter((s) => (options.only ? options.only.includes(s.name) : !s.onlyWhenNamed));
   const needs = new Set(selected.flatMap((s) => s.needs));
   const report: Report = { options, store: options.pg ? 'postgres' : 'pglite', lines: [], measurements: [], failures: [], warnings: [], startedAt: new Date() };
   console.log(

@@ -93,5 +93,7 @@ export interface Scenario {
   description: string;
   /** Which shared children the scenario uses; the harness starts only what selected scenarios need. */
   needs: Array<'service' | 'baseline'>;
+  /** Runs only when named in --only (a long run, such as the soak, stays out of the default set). */
+  onlyWhenNamed?: boolean;
   run(ctx: Context): Promise<ResultLine[]>;
 }

@@ -10,7 +10,8 @@ import { queueDrain } from './queue-drain.js';
 import { queuePoll } from './queue-poll.js';
 import { realtimeFanout } from './realtime-fanout.js';
 import { root } from './root.js';
+import { soakScenario } from './soak.js';
 import { trainingClassroom } from './training-classroom.js';
 
 /** Run order; a new scenario is one file in this folder plus one entry here. */
-export const scenarios: Scenario[] = [root, generateCase, authMe, embeddedStartup, reportCreate, reportsAtScale, queuePoll, queueDrain, adminHealth, gameLookup, trainingClassroom, realtimeFanout];
+export const scenarios: Scenario[] = [root, generateCase, authMe, embeddedStartup, reportCreate, reportsAtScale, queuePoll, queueDrain, adminHealth, gameLookup, trainingClassroom, realtimeFanout, soakScenario];

@@ -7,8 +7,8 @@
 // scanned whole.
 import type { Db } from '../../src/platform/db/types.js';
 import { openPostgres } from '../../src/platform/db/postgres.js';
-import { listReportPage, type ReportPageQuery, type ReportSort } from '../../src/reports/list.js';
-import { REPORT_STATUSES, type ReportStatus } from '../../src/reports/queries.js';
+import { listReportPage } from '../../src/reports/list.js';
+import { auditPath, listPath, randomListQuery, randomPhrase, reportId } from '../lib/dashboard-mix.js';
 import { generateReportsAndEvents } from '../lib/generate-data.js';
 import { startWriter, type WriterResult } from '../lib/open-loop-writer.js';
 import { withOwnService } from '../lib/own-service.js';
@@ -17,25 +17,6 @@ import { API_KEY } from '../lib/service.js';
 import { measureSplit, type SplitLoadResult } from '../lib/split-load.js';
 import { readCounters, scanDelta, type Counters } from '../lib/pg-counters.js';
 import type { Context, ResultLine, Scenario } from '../types.js';
-
-// --- The dashboard's list mix (GET /reports) ---
-const LIMIT = 50;
-/** Offset 0 this often; pages 2 to NEAR_PAGES this often; otherwise a page up to DEEP_PAGES. */
-const FIRST_PAGE_SHARE = 0.7;
-const NEAR_PAGE_SHARE = 0.25;
-const NEAR_PAGES = 20;
-const DEEP_PAGES = 200;
-/** A random non-empty subset of the statuses this often; a type (operator or supervisor, even odds) this often. */
-const STATUSES_SHARE = 0.5;
-const TYPE_SHARE = 0.3;
-const SORTS: readonly ReportSort[] = ['newest', 'oldest', 'updated'];
-
-// --- The audit search: case ids, and phrases the generated events contain (bench/lib/generate-data.ts) ---
-/** "footage batch <n>" (each event's note; n up to the row count: one event matches, 11 for one n in 10) this often, an agent's name this often, else an event type. */
-const PHRASE_BATCH_SHARE = 0.6;
-const PHRASE_AGENT_SHARE = 0.25;
-const AGENTS = ['Morgan Hale', 'Riley Castellano', 'Jordan Pike', 'Avery Lindqvist', 'Casey Moreau', 'Drew Nakamura', 'Elliot Varga', 'Kai Brennan'];
-const EVENT_TYPES = ['report.status_changed', 'report.assigned', 'report.note_added', 'contact.message_added', 'report.updated'];
 
 // --- The writer, and the setup ---
 const WRITES_PER_SECOND = 20;
@@ -54,35 +35,6 @@ const CREATE_P99_GOAL_MS = 100;
 /** "Holds 20 creates/s": at least this share of the target answered 2xx over the run. */
 const WRITER_HOLD_SHARE = 0.98;
 const RAW_RATIO_GOAL = 0.5;
-
-const random = (lo: number, hi: number) => lo + Math.floor(Math.random() * (hi - lo + 1));
-const pick = <T>(xs: readonly T[]): T => xs[random(0, xs.length - 1)]!;
-const reportId = (rows: number) => `BENCH-${String(random(1, rows)).padStart(8, '0')}`;
-
-function randomListQuery(): ReportPageQuery {
-  const r = Math.random();
-  const page = r < FIRST_PAGE_SHARE ? 1 : r < FIRST_PAGE_SHARE + NEAR_PAGE_SHARE ? random(2, NEAR_PAGES) : random(NEAR_PAGES + 1, DEEP_PAGES);
-  let statuses: ReportStatus[] | undefined;
-  if (Math.random() < STATUSES_SHARE) {
-    do statuses = REPORT_STATUSES.filter(() => Math.random() < 0.5);
-    while (statuses.length === 0);
-  }
-  const type = Math.random() < TYPE_SHARE ? pick(['operator', 'supervisor'] as const) : undefined;
-  return { limit: LIMIT, offset: (page - 1) * LIMIT, statuses, type, sort: pick(SORTS) };
-}
-
-function listPath(q: ReportPageQuery): string {
-  const statuses = q.statuses ? `&statuses=${encodeURIComponent(q.statuses.join(','))}` : '';
-  return `/reports?limit=${q.limit}&offset=${q.offset}&sort=${q.sort}${statuses}${q.type ? `&type=${q.type}` : ''}`;
-}
-
-function randomPhrase(rows: number): string {
-  const r = Math.random();
-  if (r < PHRASE_BATCH_SHARE) return `footage batch ${random(1, rows)}`;
-  return r < PHRASE_BATCH_SHARE + PHRASE_AGENT_SHARE ? pick(AGENTS) : pick(EVENT_TYPES);
-}
-
-const auditPath = (search: string) => `/audit?search=${encodeURIComponent(search)}&limit=${LIMIT}`;
 
 const createBody = (i: number) =>
   JSON.stringify({
