@@ -194,6 +194,19 @@ describe('the realtime hub, frame by frame', () => {
     expect(v1Frame.payload).toMatchObject({ type: 'broadcast', event: 'ADD_FINDING', payload: { session_id: session } });
   });
 
+  it('answers a plain HTTP request in the envelope: 426 without the upgrade, 400 for an unknown vsn', async () => {
+    const plain = await fetch(`${base}/realtime/v1/websocket?vsn=2.0.0`, { headers: { host: 'localhost' } });
+    expect(plain.status).toBe(426);
+    expect(await plain.json()).toEqual({
+      success: false,
+      error: '/realtime/v1/websocket speaks WebSocket: send the request with Upgrade: websocket',
+      code: 'UPGRADE_REQUIRED',
+    });
+    const unknown = await fetch(`${base}/realtime/v1/websocket?vsn=3.0.0`, { headers: { host: 'localhost' } });
+    expect(unknown.status).toBe(400);
+    expect(await unknown.json()).toEqual({ success: false, error: 'querystring.vsn must be one of: 1.0.0, 2.0.0', code: 'VALIDATION_ERROR' });
+  });
+
   it('refuses an unknown vsn before the upgrade, and closes every socket with 1001 at shutdown', async () => {
     await expect(open(base, '3.0.0')).rejects.toThrow('400');
     const other = await createTestApp({ env: SECRETS });

@@ -5,7 +5,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { sessionAgent } from '../platform/auth/guards.js';
-import { errors } from '../platform/errors.js';
+import { AppError, errors } from '../platform/errors.js';
 import { COMMON_ERRORS, errorResponses, timestamp } from '../platform/http/schemas.js';
 import type { RealtimeHub } from './hub.js';
 import { VERSIONS, type Version } from './protocol.js';
@@ -63,21 +63,28 @@ export const realtimeRoutes: FastifyPluginAsyncTypebox<{ hub: RealtimeHub }> = a
     },
   );
 
-  app.get(
-    SOCKET_PATH,
-    {
-      websocket: true,
-      config: { auth: 'none' },
-      schema: { tags, summary: 'The built-in realtime hub (WebSocket, Supabase Realtime protocol); private training channels only', querystring: SocketQuery },
-      // Refused before the upgrade, with an HTTP answer the client logs.
-      preHandler: async (request) => {
-        signingSecret(request);
-        const vsn = (request.query as { vsn?: string }).vsn ?? '1.0.0';
-        if (!(VERSIONS as readonly string[]).includes(vsn)) throw errors.validation(`querystring.vsn must be one of: ${VERSIONS.join(', ')}`);
-      },
+  app.route({
+    method: 'GET',
+    url: SOCKET_PATH,
+    config: { auth: 'none' },
+    schema: {
+      tags,
+      summary: 'The built-in realtime hub (WebSocket, Supabase Realtime protocol); private training channels only',
+      querystring: SocketQuery,
+      hide: true,
     },
-    (socket, request) => {
+    // Refused before the upgrade, with an HTTP answer the client logs.
+    preHandler: async (request) => {
+      signingSecret(request);
+      const vsn = (request.query as { vsn?: string }).vsn ?? '1.0.0';
+      if (!(VERSIONS as readonly string[]).includes(vsn)) throw errors.validation(`querystring.vsn must be one of: ${VERSIONS.join(', ')}`);
+    },
+    // A plain HTTP request, without the upgrade: answered in the envelope (the plugin's default is an empty 404).
+    handler: async () => {
+      throw new AppError(426, `${SOCKET_PATH} speaks WebSocket: send the request with Upgrade: websocket`, 'UPGRADE_REQUIRED');
+    },
+    wsHandler: (socket, request) => {
       hub.accept(socket, request.environment.name, ((request.query as { vsn?: string }).vsn ?? '1.0.0') as Version);
     },
-  );
+  });
 };
