@@ -8,9 +8,11 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Environments } from './platform/environments.js';
-import { errorHandlerPlugin, notFoundHandler } from './platform/http/error-handler.js';
+import { createClientErrorHandler, createErrorHandling, errorHandlerPlugin, MAX_PARAM_LENGTH, notFoundHandler } from './platform/http/error-handler.js';
+import { refuseUnstorableInput } from './platform/http/input-guard.js';
+import { errors } from './platform/errors.js';
 import { openApiPlugin } from './platform/http/openapi.js';
-import { BODY_LIMIT, refuseOversizedBody, requestContextPlugin } from './platform/http/request-context.js';
+import { BODY_LIMIT, refuseDuplicateHost, refuseOversizedBody, requestContextPlugin } from './platform/http/request-context.js';
 import { validatorCompiler } from './platform/http/validation.js';
 import { utilitiesRoutes } from './utilities/routes.js';
 import { oauthRoutes } from './auth/oauth-routes.js';
@@ -61,6 +63,7 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
   // the largest cost of a light request: it is switched on only when its lines would be written
   // (level info or finer). Errors are logged through the root logger with the request id either way.
   const requestLogging = log.isLevelEnabled('info');
+  const errorHandling = createErrorHandling(log);
   const app = Fastify({
     ...(requestLogging ? { loggerInstance: log } : { logger: false }),
     bodyLimit: BODY_LIMIT,
@@ -72,14 +75,41 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
     },
     logController: new LogController({ requestIdLogLabel: 'request_id' }),
     forceCloseConnections: 'idle',
-    return503OnClosing: true,
+    // Fastify's own 503 while closing has its own body; the hook below answers in the envelope.
+    return503OnClosing: false,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // Errors the router raises before any route (bad percent-encoding, an over-long parameter) and
+    // those Node's parser raises on the socket (431, 408) are answered in the envelope too.
+    frameworkErrors: (err, request, reply) => errorHandling.handle(err, request, reply),
+    clientErrorHandler: createClientErrorHandler(log),
+    // A request (headers and body) must arrive within REQUEST_TIMEOUT_SECONDS and its headers within
+    // HEADERS_TIMEOUT_SECONDS, else 408 and the socket closed: without them a body that never
+    // comes holds a socket forever. Node checks every connectionsCheckingInterval (30 s by default,
+    // far coarser than the timeouts), so the check runs at a quarter of the shorter one, at most 1 s.
+    requestTimeout: config.requestTimeoutMs,
+    http: {
+      requestTimeout: config.requestTimeoutMs,
+      headersTimeout: config.headersTimeoutMs,
+      connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.floor(config.headersTimeoutMs / 4))),
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
   // Bodies are JSON (and form where a route opts in); Fastify's default text/plain parser would
   // hand a string to routes that expect an object.
   app.removeContentTypeParser('text/plain');
-  await app.register(errorHandlerPlugin, { log });
+  await app.register(errorHandlerPlugin, { handling: errorHandling });
+  app.addHook('onRequest', refuseDuplicateHost);
+  // Requests still arriving on kept-alive connections once close() began: 503, connection closed.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', (_request, reply, done) => {
+    if (!closing) return done();
+    reply.header('connection', 'close');
+    done(errors.shuttingDown());
+  });
   const allowedOrigins = new Set([...config.dashboardOrigins, ...config.trainingOrigins]);
   await app.register(cors, {
     origin: (origin, callback) => callback(null, origin !== undefined && allowedOrigins.has(origin)),
@@ -130,6 +160,8 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
     await api.register(cookie);
     await api.register(requestContextPlugin, { environments, allowedOrigins });
     await api.register(formbody, { bodyLimit: BODY_LIMIT });
+    // NUL characters, lone surrogates and over-deep JSON, in every body, query and path parameter.
+    api.addHook('preValidation', refuseUnstorableInput);
     await api.register(openApiPlugin, { serviceName: config.serviceName });
     api.addSchema(Agent);
 

@@ -51,6 +51,12 @@ export interface Config {
   queueStaleTimeoutMs: number;
   /** Connections per environment's PostgreSQL pool, per instance. */
   databasePoolSize: number;
+  /** A request (headers and body) not received within this is answered 408 and its socket closed. */
+  requestTimeoutMs: number;
+  /** A connection whose request headers are not complete within this is answered 408 and closed. */
+  headersTimeoutMs: number;
+  /** After SIGTERM, in-flight requests get this long; then their connections are cut. */
+  shutdownGraceMs: number;
 }
 
 export class ConfigError extends Error {
@@ -136,7 +142,15 @@ export function parseConfig(env: Env): Config {
     gamePlayersTtlMs: read('GAME_PLAYERS_TTL_SECONDS', 3, parseSeconds) * 1000,
     queueStaleTimeoutMs: read('QUEUE_STALE_TIMEOUT_SECONDS', 600, parseSeconds) * 1000,
     databasePoolSize: read('DATABASE_POOL_SIZE', 10, parsePoolSize),
+    // Whole milliseconds, at least one: Node takes integers, and 0 would mean "no timeout".
+    requestTimeoutMs: Math.max(1, Math.round(read('REQUEST_TIMEOUT_SECONDS', 30, parseSeconds) * 1000)),
+    headersTimeoutMs: Math.max(1, Math.round(read('HEADERS_TIMEOUT_SECONDS', 10, parseSeconds) * 1000)),
+    shutdownGraceMs: Math.round(read('SHUTDOWN_GRACE_SECONDS', 10, parseSeconds) * 1000),
   };
+  // Node refuses a headers timeout longer than the request timeout (the headers are part of it).
+  if (config.headersTimeoutMs > config.requestTimeoutMs) {
+    problems.push('HEADERS_TIMEOUT_SECONDS, REQUEST_TIMEOUT_SECONDS: the headers timeout may not exceed the request timeout');
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }

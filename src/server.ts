@@ -4,6 +4,7 @@ import closeWithGrace from 'close-with-grace';
 import { pino } from 'pino';
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
+import { seedDemoOnFirstStart } from './demo/seed.js';
 import { Environments } from './platform/environments.js';
 import { collectGarbageOnce } from './platform/memory.js';
 
@@ -24,7 +25,7 @@ const log = pino({ level: config.logLevel });
 
 let environments: Environments;
 try {
-  environments = await Environments.open(config, { log });
+  environments = await Environments.open(config, { log, onOpen: seedDemoOnFirstStart });
 } catch (err) {
   log.fatal({ err }, (err as Error).message);
   process.exit(1);
@@ -34,10 +35,24 @@ if (Object.values(config.environments).some((env) => !env.databaseUrl)) collectG
 
 const app = await buildApp({ config, environments, logger: log });
 
-closeWithGrace({ delay: 10_000, logger: log }, async ({ signal, err }) => {
+// In-flight requests get SHUTDOWN_GRACE_SECONDS to finish; then the connections still open are cut
+// (and counted in the log) and the shutdown carries on, closing the databases, to exit 0. Only if
+// closing itself hangs does close-with-grace's own deadline, some seconds later, exit 1.
+const CLOSE_DEADLINE_MS = config.shutdownGraceMs + 5_000;
+closeWithGrace({ delay: CLOSE_DEADLINE_MS, logger: log }, async ({ signal, err }) => {
   if (err) log.error({ err }, 'shutting down after an unhandled error');
   else log.info({ signal }, 'shutting down');
-  await app.close();
+  const grace = setTimeout(() => {
+    app.server.getConnections((_, open) => {
+      log.warn({ connections: open }, `grace period of ${config.shutdownGraceMs / 1000} s over: cutting ${open} open connection(s)`);
+      app.server.closeAllConnections();
+    });
+  }, config.shutdownGraceMs);
+  try {
+    await app.close();
+  } finally {
+    clearTimeout(grace);
+  }
 });
 
 await app.listen({ port: config.port, host: config.host });

@@ -4,7 +4,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../platform/db/types.js';
-import { COMMON_ERRORS, errorResponses, nullableString, stringEnum, timestamp } from '../platform/http/schemas.js';
+import { COMMON_ERRORS, errorResponses, nullableString, stringEnum, timestamp, pageOffset } from '../platform/http/schemas.js';
 
 /** Spec Limits: GET /admin/audit answers at most 200 rows. */
 const ADMIN_AUDIT_LIMIT = 200;
@@ -15,7 +15,7 @@ const AdminAuditQuery = Type.Object(
     action: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Exact action, e.g. admin.access_granted' })),
     target: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Exact target (a chat id, an action id, a report id)' })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: ADMIN_AUDIT_LIMIT, default: 50 })),
-    offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000, default: 0 })),
+    offset: Type.Optional(pageOffset({ default: 0 })),
   },
   { additionalProperties: false },
 );

@@ -5,7 +5,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { errors } from '../platform/errors.js';
-import { COMMON_ERRORS, errorResponses } from '../platform/http/schemas.js';
+import { COMMON_ERRORS, errorResponses, pageOffset } from '../platform/http/schemas.js';
 import type { FastifyRequest } from 'fastify';
 import { actionWithReport, cancelAction, listActions, lockAction, parseActionStatuses, type QueuedAction, type ReportActionRow } from '../queue/queries.js';
 import { requeueFailedAction } from '../queue/requeue.js';
@@ -24,7 +24,7 @@ const AdminQueueQuery = Type.Object(
   {
     status: Type.Optional(Type.String({ maxLength: 200, default: DEFAULT_STATUSES, description: 'Comma list of pending, processing, success, failed, cancelled' })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: ADMIN_QUEUE_LIMIT, default: ADMIN_QUEUE_LIMIT })),
-    offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000, default: 0 })),
+    offset: Type.Optional(pageOffset({ default: 0 })),
   },
   { additionalProperties: false },
 );

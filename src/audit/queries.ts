@@ -3,7 +3,7 @@
 // trigram-indexed search_text column of migration 0005.
 import type { Queryable } from '../platform/db/types.js';
 import type { EventRecord } from '../platform/events.js';
-import type { AuditSort } from './schemas.js';
+import { AUDIT_TOTAL_CAP, type AuditSort } from './schemas.js';
 
 export interface AuditFilter {
   search?: string | undefined;
@@ -92,13 +92,6 @@ export async function findCaseIds(db: Queryable, term: string): Promise<string[]
   );
   return rows.map((r) => r.report_id);
 }
-
-/**
- * `total` counts matches up to this many (and says when there were more): counting every event of
- * a term as broad as an agent's name visits a heap row per match, hundreds of milliseconds at a
- * million events, while the page itself reads fifty.
- */
-export const AUDIT_TOTAL_CAP = 1_000;
 
 export interface EventSearchResult {
   total: number;

@@ -2,7 +2,7 @@
 // of admin audit rows (each with its event of the same name, as a real admin change writes) and a
 // past health incident that recovered. The allowlist itself is seeded with the agents (seed.ts).
 import type { Tx } from '../platform/db/types.js';
-import type { SeedCounts } from './seed.js';
+import type { SeedCounts } from './seed-counts.js';
 
 const DIRECTOR = '100000000000000001';
 const HEAD = '318640275119384062';

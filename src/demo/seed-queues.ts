@@ -2,7 +2,7 @@
 // (seed-reports.ts runs first), so the dashboard's queue and punishment views have something in
 // every column and the bot has work to pick up in demo.
 import type { Tx } from '../platform/db/types.js';
-import type { SeedCounts } from './seed.js';
+import type { SeedCounts } from './seed-counts.js';
 
 const SUPERVISOR = '100000000000000002';
 const AGENT = '100000000000000003';

@@ -2,7 +2,7 @@
 // and contact threads (one open, one closed), assigned to the demo personas so that a visitor
 // signed in as a persona has cases to act on.
 import type { Tx } from '../platform/db/types.js';
-import type { SeedCounts } from './seed.js';
+import type { SeedCounts } from './seed-counts.js';
 
 const DIRECTOR = '100000000000000001';
 const SUPERVISOR = '100000000000000002';

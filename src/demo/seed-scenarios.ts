@@ -3,7 +3,7 @@
 import type { Tx } from '../platform/db/types.js';
 import { checkScenarioFile, type ScenarioEntry } from '../training/scenario-file.js';
 import { upsertScenarios } from '../training/scenario-queries.js';
-import type { SeedCounts } from './seed.js';
+import type { SeedCounts } from './seed-counts.js';
 
 export const DEMO_SCENARIOS: readonly ScenarioEntry[] = [
   {

@@ -2,13 +2,14 @@
 // writing one part of the organisation inside the caller's transaction; later parts (reports,
 // punishments, scenarios) are added as steps here, and their tables to RESET_TABLES below.
 import type { Db, Tx } from '../platform/db/types.js';
+import type { OnEnvironmentOpen } from '../platform/environments.js';
 import { seedAdmin } from './seed-admin.js';
+import type { SeedCounts } from './seed-counts.js';
 import { seedQueues } from './seed-queues.js';
 import { seedReports } from './seed-reports.js';
 import { seedScenarios } from './seed-scenarios.js';
 
-/** Rows written per table by one seed run, e.g. `{agents: 13, admin_allowlist: 4}`. */
-export type SeedCounts = Record<string, number>;
+export type { SeedCounts } from './seed-counts.js';
 type SeedStep = (tx: Tx) => Promise<SeedCounts>;
 
 /**
@@ -173,6 +174,11 @@ export async function seedDemoIfEmpty(db: Db): Promise<boolean> {
     return true;
   });
 }
+
+/** Environments.open's onOpen hook (src/server.ts, the test app): the demo is seeded on its first start. */
+export const seedDemoOnFirstStart: OnEnvironmentOpen = async (name, db, log) => {
+  if (name === 'demo' && (await seedDemoIfEmpty(db))) log.info('demo environment seeded (first start)');
+};
 
 /**
  * Back to the seeded state, in the caller's transaction. `delete from`, not `truncate`: truncate

@@ -2,7 +2,7 @@
 // Discipline delivery item). Bodies are strict; the profile body is the shared chat profile object.
 import { Type, type Static } from 'typebox';
 import { ChatId } from '../agents/schemas.js';
-import { nullableString, nullableTimestamp, stringEnum, timestamp } from '../platform/http/schemas.js';
+import { nullableString, nullableTimestamp, stringEnum, timestamp, pageOffset } from '../platform/http/schemas.js';
 import type { PunishmentRow } from '../punishments/queries.js';
 import { StoredProfile } from '../punishments/schemas.js';
 import { DELIVERY_KINDS, DELIVERY_STATUSES } from './queries.js';
@@ -47,7 +47,7 @@ export const PendingQuery = Type.Object(
   {
     status: Type.Optional(Type.String({ maxLength: 200, description: `Comma list of ${DELIVERY_STATUSES.join(', ')}; default pending,processing` })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 200 })),
-    offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000, default: 0 })),
+    offset: Type.Optional(pageOffset({ default: 0 })),
   },
   { additionalProperties: false },
 );

@@ -3,7 +3,6 @@
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { ENVIRONMENTS, type Config, type EnvironmentConfig, type EnvironmentName } from '../config.js';
-import { seedDemoIfEmpty } from '../demo/seed.js';
 import { AUTH_CHANNEL, SessionCache } from './auth/session-cache.js';
 import { ChangeCache } from './cache/change-cache.js';
 import { migrate } from './db/migrate.js';
@@ -67,11 +66,18 @@ function clearingOnCommit(db: Db, onCommit: () => void): Db {
 
 export type OpenDb = (env: EnvironmentConfig) => Promise<Db>;
 
+/**
+ * Runs on an environment's database once it is migrated, before it listens or serves (the demo
+ * seed on first start). The caller wires it: the platform knows no domain (src/server.ts).
+ */
+export type OnEnvironmentOpen = (name: EnvironmentName, db: Db, log: FastifyBaseLogger) => Promise<void>;
+
 export interface OpenEnvironmentsOptions {
   log: FastifyBaseLogger;
   /** How to open a database; the default follows the config (PostgreSQL URL, else PGlite). */
   openDb?: OpenDb;
   retryMs?: number;
+  onOpen?: OnEnvironmentOpen;
 }
 
 export function defaultOpenDb(config: Config, log: FastifyBaseLogger): OpenDb {
@@ -124,6 +130,7 @@ export class Environments {
       openDb: options.openDb ?? defaultOpenDb(config, options.log),
       retryMs: options.retryMs ?? 5000,
       log: options.log,
+      onOpen: options.onOpen ?? (async () => undefined),
     });
     try {
       await Promise.all(ENVIRONMENTS.map((name) => envs.tryOpen(name)));
@@ -167,7 +174,7 @@ export class Environments {
     try {
       db = await this.options.openDb(envConfig);
       await migrate(db);
-      if (name === 'demo' && (await seedDemoIfEmpty(db))) this.options.log.info('demo environment seeded (first start)');
+      await this.options.onOpen(name, db, this.options.log);
       await db.listen(AUTH_CHANNEL, {
         onNotify: (chatId) => sessions.invalidate(chatId),
         onReady: () => sessions.setLive(true),

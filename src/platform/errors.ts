@@ -29,6 +29,13 @@ export class AppError extends Error {
 
 export const errors = {
   validation: (message: string) => new AppError(400, message, 'VALIDATION_ERROR'),
+  badRequest: (message: string, code = 'BAD_REQUEST') => new AppError(400, message, code),
+  badUrl: () => new AppError(400, 'The URL has malformed percent-encoding', 'BAD_URL'),
+  duplicateHost: () => new AppError(400, 'The request has more than one Host header', 'DUPLICATE_HOST'),
+  pathParameterTooLong: (max: number) => new AppError(414, `A path parameter is longer than ${max} characters`, 'URI_TOO_LONG'),
+  requestTimeout: () => new AppError(408, 'The request was not received in time', 'REQUEST_TIMEOUT'),
+  headersTooLarge: (maxBytes: number) =>
+    new AppError(431, `The request line and headers are larger than ${maxBytes / 1024} KiB`, 'HEADERS_TOO_LARGE'),
   unauthorized: (message = 'Authentication required') => new AppError(401, message, 'UNAUTHORIZED'),
   forbidden: (message: string, code = 'FORBIDDEN') => new AppError(403, message, code),
   insufficientClearance: () => new AppError(403, 'Insufficient clearance', 'INSUFFICIENT_CLEARANCE'),
@@ -47,6 +54,7 @@ export const errors = {
     new AppError(421, 'This host is not served here: it resolves to no environment', 'UNKNOWN_HOST'),
   payloadTooLarge: () => new AppError(413, 'Request body is larger than 1 MiB', 'PAYLOAD_TOO_LARGE'),
   unsupportedMediaType: (type: string) => new AppError(415, `Unsupported Media Type: ${type}`, 'UNSUPPORTED_MEDIA_TYPE'),
+  shuttingDown: () => new AppError(503, 'This instance is shutting down: retry on another', 'SHUTTING_DOWN'),
   environmentUnavailable: (name: string) =>
     new AppError(503, `Environment unavailable: ${name}`, 'ENVIRONMENT_UNAVAILABLE'),
   notConfigured: (integration: string) =>

@@ -2,7 +2,7 @@
 // server-managed fields get their own message before the generic unknown-field one (routes.ts).
 import { Type, type Static } from 'typebox';
 import { ChatId } from '../agents/schemas.js';
-import { nullableString, nullableTimestamp, stringEnum, timestamp } from '../platform/http/schemas.js';
+import { nullableString, nullableTimestamp, stringEnum, timestamp, pageOffset } from '../platform/http/schemas.js';
 import { PUNISHMENT_STATUSES } from './queries.js';
 
 /** Fields the service writes itself; a client naming one gets a 400 that says so. */
@@ -56,7 +56,7 @@ export const ListQuery = Type.Object(
     user_id: Type.Optional(ChatId),
     status: Type.Optional(Status),
     limit: Type.Integer({ minimum: 1, maximum: 500, default: 200 }),
-    offset: Type.Integer({ minimum: 0, default: 0 }),
+    offset: pageOffset({ default: 0 }),
   },
   { additionalProperties: false },
 );

@@ -1,7 +1,7 @@
 // The bot's report action queues (spec: Report action queues; States and transitions, Report
 // queue action). Response fields follow the report_actions columns (queries.ts ReportActionRow).
 import { Type, type Static } from 'typebox';
-import { nullableString, nullableTimestamp, stringEnum, timestamp } from '../platform/http/schemas.js';
+import { nullableString, nullableTimestamp, stringEnum, timestamp, pageOffset } from '../platform/http/schemas.js';
 import { ACTION_KINDS, ACTION_STATUSES } from './queries.js';
 
 
@@ -50,7 +50,7 @@ export const ActionResult = Type.Object({ success: Type.Literal(true), action: A
 /** 204 carries no body at all (@fastify/swagger reads type null as "no content"). */
 export const NothingPending = Type.Null({ description: 'Nothing pending: empty body' });
 
-export const ActionParams = Type.Object({ action_id: Type.Integer({ minimum: 1 }) });
+export const ActionParams = Type.Object({ action_id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }) });
 export type ActionParams = Static<typeof ActionParams>;
 
 export const QueueListQuery = Type.Object(
@@ -59,7 +59,7 @@ export const QueueListQuery = Type.Object(
       Type.String({ maxLength: 200, default: 'pending,processing', description: `Comma list of ${ACTION_STATUSES.join(', ')}` }),
     ),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 200 })),
-    offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000, default: 0 })),
+    offset: Type.Optional(pageOffset({ default: 0 })),
   },
   { additionalProperties: false },
 );

@@ -2,7 +2,7 @@
 // so that bad input is a 400 naming the field rather than a database error.
 import { Type, type Static } from 'typebox';
 import { ChatId } from '../agents/schemas.js';
-import { nullableString, stringEnum, timestamp } from '../platform/http/schemas.js';
+import { nullableString, stringEnum, timestamp, pageOffset } from '../platform/http/schemas.js';
 import { REPORT_STATUSES, SETTABLE_STATUSES } from './queries.js';
 
 const nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -150,7 +150,7 @@ export const ReportListQuery = Type.Object(
   {
     status: Type.Optional(ReportStatus),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200 })),
-    offset: Type.Optional(Type.Integer({ minimum: 0 })),
+    offset: Type.Optional(pageOffset()),
     statuses: Type.Optional(Type.String({ maxLength: 200, description: 'Comma list of report statuses' })),
     type: Type.Optional(stringEnum(REPORT_TYPES, { description: 'operator: not supervisor-flagged; supervisor: flagged' })),
     contact_open: Type.Optional(Type.Boolean({ description: 'true: the report has an open contact thread' })),

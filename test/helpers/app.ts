@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
 import { buildApp } from '../../src/app.js';
 import { parseConfig, type Config, type EnvironmentName } from '../../src/config.js';
+import { seedDemoOnFirstStart } from '../../src/demo/seed.js';
 import { AUTH_CHANNEL } from '../../src/platform/auth/session-cache.js';
 import type { Db } from '../../src/platform/db/types.js';
 import { Environments, QUEUE_CHANNEL, type OpenDb } from '../../src/platform/environments.js';
@@ -56,6 +57,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   const environments = await Environments.open(config, {
     log: silentLog,
     retryMs: 100,
+    onOpen: seedDemoOnFirstStart,
     openDb: async (env) => {
       const custom = options.openDb?.[env.name];
       if (custom) return custom(env);

@@ -1,9 +1,9 @@
 // Discipline queue rows written straight into the store, so that a test sets status, attempts and
 // timestamps itself, and the readers the tests assert with. The functions take the app first (they
-// fit discipline.test.ts); completionTools binds them for discipline-completion and -profile tests.
+// fit discipline-next and -pending-lookup tests); completionTools binds them for discipline-completion and -profile tests.
 import { expect } from 'vitest';
 import { refuseInserts } from './failures.js';
-import { createTestApp, PRODUCTION_KEY, type TestApp } from './app.js';
+import { createTestApp, PRODUCTION_KEY, queueNotificationsDelivered, type TestApp } from './app.js';
 import { chatId } from './identity.js';
 
 export type Row = Record<string, any>;
@@ -89,6 +89,14 @@ export async function makeItem(t: TestApp, seed: ItemSeed = {}): Promise<Row> {
   );
   return rows[0]!;
 }
+
+/** The discipline queue is global: the pickup and list tests empty it first. */
+export const emptyQueue = (app: TestApp) => app.db.production.query('delete from discipline_deliveries');
+/** A pickup, once the app has heard of the rows this file wrote behind its back. */
+export const next = async (app: TestApp, headers: Record<string, string> = key) => {
+  await queueNotificationsDelivered(app);
+  return app.app.inject({ method: 'GET', url: '/discipline/next', headers });
+};
 
 export const itemRow = async (t: TestApp, id: number) => (await t.db.production.query('select * from discipline_deliveries where item_id = $1::bigint', [id])).rows[0] as Row;
 export const itemEvents = async (t: TestApp, id: number) =>

@@ -1,5 +1,6 @@
-// Shared by the report work tests (test/report-actions.test.ts, test/report-investigation.test.ts):
-// the app, reports written behind its back, and readers of the rows and events the routes write.
+// Shared by the report work tests (test/report-actions.test.ts, test/report-investigation.test.ts,
+// test/report-entries.test.ts): the app, reports written behind its back, and readers of the rows
+// and events the routes write.
 import { expect } from 'vitest';
 import { refuseInserts } from './failures.js';
 import { createTestApp, PRODUCTION_KEY, type TestApp } from './app.js';

@@ -11,6 +11,19 @@ import { createTestDatabase, onPostgres, storeName, type TestDatabase } from '..
 
 const KEY = 'lifecycle-production-key-000000';
 
+/** The service's environment on `dataDir`, or on two fresh PostgreSQL databases (added to `databases` for dropping). */
+async function serviceEnv(dataDir: string, databases: TestDatabase[]): Promise<Record<string, string>> {
+  const env: Record<string, string> = { DATA_DIR: dataDir, PORT: String(await freePort()), PRODUCTION_API_KEY: KEY, LOG_LEVEL: 'info' };
+  if (onPostgres) {
+    for (const name of ['PRODUCTION', 'DEMO']) {
+      const db = await createTestDatabase({ empty: true });
+      databases.push(db);
+      env[`${name}_DATABASE_URL`] = db.url!;
+    }
+  }
+  return env;
+}
+
 describe(`the service process on ${storeName}`, () => {
   let dataDir: string;
   let service: Service;
@@ -18,15 +31,7 @@ describe(`the service process on ${storeName}`, () => {
 
   beforeAll(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'cms-life-'));
-    const env: Record<string, string> = { DATA_DIR: dataDir, PORT: String(await freePort()), PRODUCTION_API_KEY: KEY, LOG_LEVEL: 'info' };
-    if (onPostgres) {
-      for (const name of ['PRODUCTION', 'DEMO']) {
-        const db = await createTestDatabase({ empty: true });
-        databases.push(db);
-        env[`${name}_DATABASE_URL`] = db.url!;
-      }
-    }
-    const started = startService(env);
+    const started = startService(await serviceEnv(dataDir, databases));
     await started.ready;
     service = started;
   }, 60_000);
@@ -84,6 +89,36 @@ describe(`the service process on ${storeName}`, () => {
     expect(existsSync(join(dataDir, 'production.lock'))).toBe(false);
     expect(existsSync(join(dataDir, 'demo.lock'))).toBe(false);
   });
+});
+
+describe('a shutdown past its grace period', () => {
+  it('cuts the connections still open, says how many, and still exits 0', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'cms-grace-'));
+    const databases: TestDatabase[] = [];
+    const service = startService({ ...(await serviceEnv(dataDir, databases)), SHUTDOWN_GRACE_SECONDS: '1' });
+    try {
+      await service.ready;
+      // An upload that never finishes: headers and a tenth of the body, then nothing.
+      const cut = new Promise<string>((resolve) => {
+        const req = httpRequest({ host: '127.0.0.1', port: service.port, method: 'POST', path: '/util/timestamp', headers: { authorization: KEY, 'content-type': 'application/json', 'content-length': 1000 } });
+        req.on('error', (err) => resolve(err.message));
+        req.on('response', (res) => resolve(`answered ${res.statusCode}`));
+        req.write('{"date":');
+      });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const signalled = Date.now();
+      service.child.kill('SIGTERM');
+      expect(await service.exited).toBe(0);
+      expect(Date.now() - signalled).toBeGreaterThanOrEqual(1000);
+      expect(await cut).toMatch(/socket hang up|ECONNRESET/);
+      expect(service.logs.some((l) => l.includes('cutting 1 open connection(s)'))).toBe(true);
+      expect(existsSync(join(dataDir, 'production.lock'))).toBe(false);
+    } finally {
+      service.child.kill('SIGKILL');
+      for (const db of databases) await db.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
 
 describe('a malformed configuration', () => {

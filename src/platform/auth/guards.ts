@@ -1,7 +1,7 @@
 // Reusable authorization guards for handlers (spec Authentication 6 to 8). The route's declared
 // auth and permission run first (request-context.ts); these add the rules that depend on data.
 import type { FastifyRequest } from 'fastify';
-import type { AgentRow } from '../../agents/queries.js';
+import type { AgentRow } from './agent-row.js';
 import { errors, type AppError } from '../errors.js';
 import { isDirector, isSupervisorRank, MINIMUM_CLEARANCES } from './permissions.js';
 

@@ -2,7 +2,7 @@
 // the environment's own database. The token carries its environment as a prefix, so a cookie
 // minted for one environment is refused by the other before any lookup.
 import { createHash, randomBytes } from 'node:crypto';
-import { agentColumns, SIGN_IN_STATUSES, type AgentRow } from '../../agents/queries.js';
+import { agentColumns, SIGN_IN_STATUSES, type AgentRow } from './agent-row.js';
 import type { EnvironmentName } from '../../config.js';
 import type { Queryable } from '../db/types.js';
 

@@ -3,12 +3,18 @@
 // subscribers hear onLost, and it reconnects with backoff, LISTENs again and reports onReady.
 import pg from 'pg';
 import type { Listener } from './types.js';
-import type { PostgresOptions } from './postgres.js';
+
+/** What the listening connection needs of the adapter's options (postgres.ts passes its own). */
+export interface ListenerOptions {
+  connectionString: string;
+  applicationName?: string;
+  onIdleError?: (err: Error) => void;
+}
 
 const CHANNEL = /^[a-z_][a-z0-9_]{0,62}$/;
 const BACKOFF_MS = [250, 1000, 2000, 5000];
 
-export function createListenerConnection(options: PostgresOptions) {
+export function createListenerConnection(options: ListenerOptions) {
   const channels = new Map<string, Set<Listener>>();
   let client: pg.Client | undefined;
   let connecting: Promise<void> | undefined;

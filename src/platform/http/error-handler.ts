@@ -1,11 +1,19 @@
 // One renderer for every error: {success:false, error:<message>, code?}. AppErrors keep their
 // status; database errors go through the SQLSTATE map; Fastify's own 4xx errors are reworded to
-// name the problem; anything else is a 500 that carries its message but never a stack.
-import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
+// name the problem; anything else is a 500 that carries its message but never a stack. The same
+// envelope is written for what the framework answers before routing (frameworkErrors: a bad
+// percent-encoding, an over-long path parameter) and for what Node's HTTP parser refuses on the
+// socket (clientErrorHandler: headers over the limit, a request not received in time).
+import { maxHeaderSize, STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { DbError } from '../db/types.js';
 import { AppError, errors, fromDbError } from '../errors.js';
 import { describeValidationError } from './validation.js';
+
+/** Fastify's maxParamLength (its default): a longer path parameter is 414. */
+export const MAX_PARAM_LENGTH = 100;
 
 function toAppError(err: FastifyError | Error, contentType: string | undefined): AppError {
   if (err instanceof AppError) return err;
@@ -20,28 +28,103 @@ function toAppError(err: FastifyError | Error, contentType: string | undefined):
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return errors.validation('Body is not valid JSON');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return errors.badRequest('The body is not as long as its Content-Length says');
+    case 'FST_ERR_BAD_URL':
+    case 'FST_ERR_INVALID_URL':
+      return errors.badUrl();
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return errors.pathParameterTooLong(MAX_PARAM_LENGTH);
   }
+  // Any other client error (a body stream aborted, a plugin's refusal): the status stays, the
+  // words are ours, Fastify's message and code are not part of the API.
   if (fe.statusCode !== undefined && fe.statusCode >= 400 && fe.statusCode < 500) {
-    return new AppError(fe.statusCode, fe.message, fe.code);
+    return new AppError(fe.statusCode, `The request could not be read (${STATUS_CODES[fe.statusCode] ?? 'client error'})`, 'BAD_REQUEST');
   }
   return errors.internal(err.message || 'Internal error');
 }
 
-export const errorHandlerPlugin = fp(
-  async (app: FastifyInstance, { log }: { log: FastifyBaseLogger }) => {
-    app.setErrorHandler((err: FastifyError | Error, request, reply) => {
+export interface ErrorHandling {
+  /** The error handler, also given to Fastify as `frameworkErrors`. */
+  handle(err: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply;
+  /** onResponse: a success on an environment that was down ends its outage (logged once). */
+  noteRecovery(request: FastifyRequest, reply: FastifyReply): void;
+}
+
+/**
+ * The renderer and its logging. A 500 is logged at error with its stack; a 503 never carries a
+ * stack, and an unreachable database is logged once when an environment goes down and once when
+ * a request succeeds there again, not per request (a 10 s outage answered thousands of them).
+ */
+export function createErrorHandling(log: FastifyBaseLogger): ErrorHandling {
+  const down = new Set<string>();
+  return {
+    handle(err, request, reply) {
       const appError = toAppError(err, request.headers['content-type']);
       const context = { request_id: request.id, method: request.method, url: request.url };
-      if (appError.statusCode >= 500 && !appError.logged) log.error({ ...context, err }, appError.message);
-      else log.info({ ...context, status: appError.statusCode, code: appError.code }, appError.message);
+      const status = appError.statusCode;
+      const environment = (request.environment as { name?: string } | null)?.name;
+      if (appError.code === 'DATABASE_UNAVAILABLE' && environment !== undefined) {
+        if (!down.has(environment)) {
+          down.add(environment);
+          log.warn({ ...context, environment, code: appError.code }, `${environment} database unreachable: answering 503 until it is back (${appError.message})`);
+        } else log.debug({ ...context, status, code: appError.code }, appError.message);
+      } else if (status === 503) {
+        // Environments logs its own outage once; a 503 is a state, never a stack.
+        log.debug({ ...context, status, code: appError.code }, appError.message);
+      } else if (status >= 500 && !appError.logged) log.error({ ...context, err }, appError.message);
+      else log.info({ ...context, status, code: appError.code }, appError.message);
       const body: { success: false; error: string; code?: string } = { success: false, error: appError.message };
       if (appError.code) body.code = appError.code;
       if (appError.retryAfterSeconds !== undefined) reply.header('retry-after', String(appError.retryAfterSeconds));
-      return reply.code(appError.statusCode).type('application/json; charset=utf-8').send(body);
-    });
+      // Framework errors arrive before the request-context hook: the id header is set here too.
+      reply.header('x-request-id', request.id);
+      return reply.code(status).type('application/json; charset=utf-8').send(body);
+    },
+    noteRecovery(request, reply) {
+      if (down.size === 0 || reply.statusCode >= 400) return;
+      const environment = (request.environment as { name?: string } | null)?.name;
+      if (environment === undefined || !down.delete(environment)) return;
+      log.warn({ environment }, `${environment} database reachable again`);
+    },
+  };
+}
+
+export const errorHandlerPlugin = fp(
+  async (app: FastifyInstance, { handling }: { handling: ErrorHandling }) => {
+    app.setErrorHandler((err: FastifyError | Error, request, reply) => handling.handle(err, request, reply));
+    app.addHook('onResponse', async (request, reply) => handling.noteRecovery(request, reply));
   },
   { name: 'error-handler' },
 );
+
+/**
+ * Node's HTTP parser refuses some requests before Fastify sees them ('clientError'): headers over
+ * its limit (431), a request not received within the request or headers timeout (408), bytes that
+ * are not HTTP (400). The answer is written to the socket in the envelope, then the socket closed.
+ */
+export function createClientErrorHandler(log: FastifyBaseLogger) {
+  return (err: Error & { code?: string }, socket: Socket): void => {
+    if (err.code === 'ECONNRESET' || socket.destroyed) return;
+    const appError =
+      err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? errors.requestTimeout()
+        : err.code === 'HPE_HEADER_OVERFLOW'
+          ? errors.headersTooLarge(maxHeaderSize)
+          : errors.badRequest('The request is not well-formed HTTP');
+    log.info({ status: appError.statusCode, code: appError.code, reason: err.code }, appError.message);
+    // Node's own rule: answer only when no response has begun on this socket.
+    const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (socket.writable && !inFlight?.headersSent) {
+      const body = JSON.stringify({ success: false, error: appError.message, code: appError.code });
+      socket.write(
+        `HTTP/1.1 ${appError.statusCode} ${STATUS_CODES[appError.statusCode]}\r\n` +
+          `Connection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
+    }
+    socket.destroy(err);
+  };
+}
 
 /** Unknown routes, answered in the API context so that they pass its hooks (host, body size). */
 export function notFoundHandler(request: FastifyRequest): never {

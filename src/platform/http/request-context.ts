@@ -2,7 +2,7 @@
 // environment (from the Host header, fail closed) and credentials (what the route declares).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { AgentRow } from '../../agents/queries.js';
+import type { AgentRow } from '../auth/agent-row.js';
 import { apiKeyMatches } from '../auth/api-key.js';
 import { adminRefusal, type AdminCapability } from '../auth/guards.js';
 import { hasPermission, type Permission } from '../auth/permissions.js';
@@ -61,6 +61,17 @@ const announcesOversizedBody = (request: FastifyRequest) => Number(request.heade
 /** 413 before reading a body that announces more than 1 MiB (chunked bodies: the parser's limit). */
 export function refuseOversizedBody(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
   done(announcesOversizedBody(request) ? errors.payloadTooLarge() : undefined);
+}
+
+/**
+ * Two Host headers are refused, whatever they say: Node keeps the first, a proxy in front may have
+ * routed by the other, and the environment is chosen by the host (root onRequest hook).
+ */
+export function refuseDuplicateHost(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
+  const raw = request.raw.rawHeaders;
+  let hosts = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === 4 && raw[i]!.toLowerCase() === 'host') hosts++;
+  done(hosts > 1 ? errors.duplicateHost() : undefined);
 }
 
 async function resolveEnvironment(environments: Environments, request: FastifyRequest): Promise<void> {

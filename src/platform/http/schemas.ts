@@ -47,3 +47,14 @@ export function nullableTimestamp(description?: string) {
 export function nullableObject<T extends TObject>(schema: T, description?: string) {
   return Type.Unsafe<Static<T> | null>({ ...schema, type: ['object', 'null'], ...(description ? { description } : {}) });
 }
+
+/**
+ * Where a page starts: bounded so that the validation, never the database (whose `offset` is a
+ * bigint but whose drivers refuse what is past an int), answers an absurd value. One bound for
+ * every list.
+ */
+export const MAX_OFFSET = 1_000_000_000;
+
+export function pageOffset(options: { default?: number } = {}) {
+  return Type.Integer({ minimum: 0, maximum: MAX_OFFSET, ...options });
+}
