@@ -12,21 +12,21 @@ export interface Defaults {
   quietWait: number;
 }
 
-interface Raw {
+/** What one autocannon run answered, with every response's latency (ms). */
+export interface LoadRun {
   latencies: number[];
   completed: number;
   seconds: number;
   errors: number;
   non2xx: number;
   statusCodes: Record<string, number>;
-  otherCores: number;
-  quietWaitMs: number;
 }
 
-async function cannon(opts: MeasureOptions, connections: number, duration: number, quietWait: number): Promise<Raw> {
-  const quiet = await waitQuiet(quietWait * 1000);
+export type LoadRunOptions = Pick<MeasureOptions, 'url' | 'method' | 'headers' | 'body' | 'idReplacement' | 'path'> & { connections: number; duration: number };
+
+/** One autocannon run, the shared settings of every load in the harness (no pipelining, 10 s timeout). */
+export function runLoad(opts: LoadRunOptions): Promise<LoadRun> {
   const latencies: number[] = [];
-  const load = new OtherLoad();
   return new Promise((resolve, reject) => {
     const instance = autocannon(
       {
@@ -36,8 +36,8 @@ async function cannon(opts: MeasureOptions, connections: number, duration: numbe
         ...(opts.body === undefined ? {} : { body: opts.body }),
         ...(opts.idReplacement ? { idReplacement: true } : {}),
         ...(opts.path ? { requests: [{ setupRequest: (request: autocannon.Request) => ({ ...request, path: opts.path!() }) }] } : {}),
-        connections,
-        duration,
+        connections: opts.connections,
+        duration: opts.duration,
         pipelining: 1,
         timeout: 10,
       },
@@ -45,21 +45,24 @@ async function cannon(opts: MeasureOptions, connections: number, duration: numbe
         if (err) return reject(err as Error);
         const statusCodes: Record<string, number> = {};
         for (const [code, stat] of Object.entries(r.statusCodeStats ?? {})) statusCodes[code] = stat.count ?? 0;
-        resolve({
-          latencies,
-          completed: r.requests.total,
-          seconds: r.duration,
-          errors: r.errors,
-          non2xx: r.non2xx,
-          statusCodes,
-          otherCores: load.cores(),
-          quietWaitMs: quiet.waitedMs,
-        });
+        resolve({ latencies, completed: r.requests.total, seconds: r.duration, errors: r.errors, non2xx: r.non2xx, statusCodes });
       },
     );
     // Own samples give a true p95 and let rounds be pooled; autocannon's histogram only exposes p90/p97.5.
     instance.on('response', (_client, _status, _bytes, ms) => latencies.push(ms));
   });
+}
+
+interface Raw extends LoadRun {
+  otherCores: number;
+  quietWaitMs: number;
+}
+
+async function cannon(opts: MeasureOptions, connections: number, duration: number, quietWait: number): Promise<Raw> {
+  const quiet = await waitQuiet(quietWait * 1000);
+  const load = new OtherLoad();
+  const run = await runLoad({ ...opts, connections, duration });
+  return { ...run, otherCores: load.cores(), quietWaitMs: quiet.waitedMs };
 }
 
 function percentile(sorted: Float64Array, p: number): number {

@@ -1,8 +1,8 @@
 // Load spread over several instances of the service, as a load balancer would: one autocannon per
 // instance, the connections split between them, all running at once; the latencies are pooled so
 // that percentiles are those of every request. A new path per request (varied ids, pages, filters).
-import autocannon from 'autocannon';
 import { OtherLoad, waitQuiet } from './machine.js';
+import { runLoad, type LoadRun } from './measure.js';
 import { httpGet } from './proc.js';
 
 export interface SplitLoadOptions {
@@ -41,41 +41,12 @@ export interface SplitLoadResult {
   sample?: string;
 }
 
-interface Run {
-  latencies: number[];
-  completed: number;
-  seconds: number;
-  errors: number;
-  non2xx: number;
-  statusCodes: Record<string, number>;
-}
-
-function cannon(url: string, opts: SplitLoadOptions, connections: number, duration: number, path: () => string): Promise<Run> {
-  const latencies: number[] = [];
-  return new Promise((resolve, reject) => {
-    const instance = autocannon(
-      {
-        url,
-        headers: opts.headers ?? {},
-        requests: [{ setupRequest: (request: autocannon.Request) => ({ ...request, path: path() }) }],
-        connections,
-        duration,
-        pipelining: 1,
-        timeout: 10,
-      },
-      (err: unknown, r: autocannon.Result) => {
-        if (err) return reject(err as Error);
-        const statusCodes: Record<string, number> = {};
-        for (const [code, stat] of Object.entries(r.statusCodeStats ?? {})) statusCodes[code] = stat.count ?? 0;
-        resolve({ latencies, completed: r.requests.total, seconds: r.duration, errors: r.errors, non2xx: r.non2xx, statusCodes });
-      },
-    );
-    instance.on('response', (_client, _status, _bytes, ms) => latencies.push(ms));
-  });
+function cannon(url: string, opts: SplitLoadOptions, connections: number, duration: number, path: () => string): Promise<LoadRun> {
+  return runLoad({ url, headers: opts.headers ?? {}, path, connections, duration });
 }
 
 /** Every instance at once, `connections` shared out as evenly as they go. */
-async function together(opts: SplitLoadOptions, duration: number, path: () => string): Promise<Run[]> {
+async function together(opts: SplitLoadOptions, duration: number, path: () => string): Promise<LoadRun[]> {
   const n = opts.urls.length;
   return Promise.all(opts.urls.map((url, i) => cannon(url, opts, Math.floor(opts.connections / n) + (i < opts.connections % n ? 1 : 0), duration, path)));
 }
