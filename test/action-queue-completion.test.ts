@@ -122,11 +122,11 @@ describe('POST /actions/<action_id>/complete', () => {
     expect((await complete(id, { result: 'success', note: 'x'.repeat(2000) })).statusCode).toBe(200);
   });
 
-  it('key only: sessions get 403 and missing credentials 401, nothing written', async () => {
+  it('key only: sessions and missing credentials get 401, nothing written', async () => {
     const op = await makeReport();
     const id = await makeAction(op, { status: 'processing' });
     const director = await signedIn(t, { rank: 'Director', clearance: 5 });
-    expect((await complete(id, { result: 'success' }, director.headers)).statusCode).toBe(403);
+    expect((await complete(id, { result: 'success' }, director.headers)).statusCode).toBe(401);
     expect((await complete(id, { result: 'success' }, {})).statusCode).toBe(401);
     expect((await complete(id, { result: 'success' }, { authorization: 'wrong' })).statusCode).toBe(401);
     expect(await actionRow(id)).toMatchObject({ status: 'processing', result_note: null, completed_at: null });

@@ -64,9 +64,10 @@ describe('GET /actions/pending', () => {
     expect(ids(body)).toEqual(all.slice(0, 50).map((r) => r.action_id));
   });
 
-  it('key only: a session cookie 403, a wrong key or no credential 401', async () => {
+  it('key only: a session cookie, a wrong key or no credential 401', async () => {
     const director = await signedIn(t, { rank: 'Director', clearance: 5 });
-    expect((await get('/actions/pending', director.headers)).json()).toMatchObject({ success: false, code: 'KEY_REQUIRED' });
+    const session = await get('/actions/pending', director.headers);
+    expect([session.statusCode, session.json()]).toEqual([401, expect.objectContaining({ success: false, code: 'KEY_REQUIRED' })]);
     expect((await get('/actions/pending', { authorization: 'wrong' })).statusCode).toBe(401);
     expect((await get('/actions/pending', {})).json()).toEqual(refusal('Authentication required', 'UNAUTHORIZED'));
   });
@@ -149,11 +150,11 @@ describe('GET /actions/next', () => {
     expect((await get('/actions/next')).statusCode).toBe(204);
   });
 
-  it('key only: a session gets 403 and claims nothing', async () => {
+  it('key only: a session gets 401 and claims nothing', async () => {
     const op = await makeReport();
     const action = await makeAction(op);
     const director = await signedIn(t, { rank: 'Director', clearance: 5 });
-    for (const url of ['/actions/next', '/actions/next/operator']) expect((await get(url, director.headers)).statusCode).toBe(403);
+    for (const url of ['/actions/next', '/actions/next/operator']) expect((await get(url, director.headers)).statusCode).toBe(401);
     expect(await actionRow(action)).toMatchObject({ status: 'pending', attempts: 0 });
   });
 });

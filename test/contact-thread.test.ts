@@ -75,9 +75,9 @@ describe('POST /reports/<id>/contact/respond', () => {
     expect(r.actions).toEqual([]);
   });
 
-  it('key only: a session gets 403; 404 and 409 as for replies; 400 on bad bodies', async () => {
+  it('key only: a session gets 401; 404 and 409 as for replies; 400 on bad bodies', async () => {
     const id = await report();
-    expect((await respond(id, assigned.headers)).statusCode).toBe(403);
+    expect((await respond(id, assigned.headers)).statusCode).toBe(401);
     expect((await respond(id, { authorization: 'wrong' })).statusCode).toBe(401);
     await unchanged(id);
     expect((await respond('SVC-CASE-99999', key)).statusCode).toBe(404);

@@ -194,7 +194,7 @@ describe('POST /discipline/<item_id>/complete', () => {
     const item = await makeItem();
     const director = await signedIn(t, { clearance: 5, rank: 'Director' });
     const res = await complete(item.item_id, { result: 'success' }, director.headers);
-    expect(res.statusCode).toBe(403);
+    expect(res.statusCode).toBe(401);
     expect(res.json()).toMatchObject({ success: false, code: 'KEY_REQUIRED' });
     await unchanged(item);
   });

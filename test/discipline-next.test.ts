@@ -98,7 +98,7 @@ describe('GET /discipline/next', () => {
   it('is for the API key only', async () => {
     const agent = await signedIn(t, { clearance: 5, rank: 'Director' });
     const res = await next(t, agent.headers);
-    expect(res.statusCode).toBe(403);
+    expect(res.statusCode).toBe(401);
     expect(res.json()).toMatchObject({ success: false, code: 'KEY_REQUIRED' });
   });
 });

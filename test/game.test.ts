@@ -78,10 +78,10 @@ describe('GET /game/player/<id>', () => {
     expect(limited.json()).toEqual({ success: false, error: 'The game server is rate limiting this service: retry after 9 s', code: 'GAME_RATE_LIMITED' });
   });
 
-  it('is for the API key only: a session 403, no credential 401', async () => {
+  it('is for the API key only: a session or no credential 401', async () => {
     const person = await signedIn(t, { rank: 'Director', clearance: 5 });
     const session = await lookup('5', person.headers);
-    expect(session.statusCode).toBe(403);
+    expect(session.statusCode).toBe(401);
     expect(session.json()).toMatchObject({ success: false, code: 'KEY_REQUIRED' });
     expect((await lookup('5', { host: 'localhost' })).statusCode).toBe(401);
   });

@@ -39,7 +39,7 @@ describe('POST /reports/<report_id>/chat-profiles', () => {
   it('key only; 404 unknown report; 400 bad profiles', async () => {
     const id = await createOk();
     const director = await signedIn(t, { rank: 'Director', clearance: 5 });
-    expect((await deliver(id, { reporter: { chat_id: '1' } }, director.headers)).statusCode).toBe(403);
+    expect((await deliver(id, { reporter: { chat_id: '1' } }, director.headers)).statusCode).toBe(401);
     const missing = await deliver('NOPE-5', { reporter: { chat_id: '1' } });
     expect(missing.json()).toEqual({ success: false, error: 'Report NOPE-5 not found', code: 'NOT_FOUND' });
     for (const [payload, error] of [

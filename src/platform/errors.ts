@@ -39,7 +39,8 @@ export const errors = {
   unauthorized: (message = 'Authentication required') => new AppError(401, message, 'UNAUTHORIZED'),
   forbidden: (message: string, code = 'FORBIDDEN') => new AppError(403, message, code),
   insufficientClearance: () => new AppError(403, 'Insufficient clearance', 'INSUFFICIENT_CLEARANCE'),
-  keyRequired: () => new AppError(403, "This route is for the bot's API key; a browser session is not accepted here", 'KEY_REQUIRED'),
+  keyRequired: () =>
+    new AppError(401, "This route takes the bot's API key in the Authorization header; a browser session is not a credential here", 'KEY_REQUIRED'),
   sessionRequired: () => new AppError(403, 'This route needs a signed-in agent; the API key is not accepted here', 'SESSION_REQUIRED'),
   notFound: (what: string) => new AppError(404, `${what} not found`, 'NOT_FOUND'),
   routeNotFound: (method: string, url: string) => new AppError(404, `Route ${method} ${url} not found`, 'NOT_FOUND'),

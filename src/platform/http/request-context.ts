@@ -107,11 +107,11 @@ async function authenticate(request: FastifyRequest, allowedOrigins: ReadonlySet
   }
   const token = request.cookies[SESSION_COOKIE];
   if (token === undefined) throw errors.unauthorized();
-  const session = await resolveSession(request.environment, token, admin !== undefined);
-  if (session === undefined) throw errors.unauthorized(auth === 'key' ? undefined : 'Session expired or not valid here: sign in again');
-  // A signed-in person on a bot route holds a credential, just not this one: 403, as the key is on
-  // session-only routes.
+  // On a key-only route only the key is a credential (spec Authentication 3: 401): a session
+  // cookie, live or not, is refused as missing the key, without looking it up.
   if (auth === 'key') throw errors.keyRequired();
+  const session = await resolveSession(request.environment, token, admin !== undefined);
+  if (session === undefined) throw errors.unauthorized('Session expired or not valid here: sign in again');
   const { agent, allowlisted } = session;
   // A cookie rides along on cross-site requests; a state change from a foreign page is refused.
   const origin = request.headers.origin;
