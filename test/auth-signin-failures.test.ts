@@ -4,13 +4,19 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { hashToken, SESSION_COOKIE } from '../src/platform/auth/sessions.js';
 import { DASHBOARD_ORIGIN, type TestApp } from './helpers/app.js';
 import { addAgent, TOKEN_PATH, type FakeChatPlatform } from './helpers/fake-chat-platform.js';
-import { openSignInApps, proxiedEnv, signInHelpers } from './helpers/signin.js';
+import { openSignInApps, proxiedEnv, signInEnv, signInHelpers } from './helpers/signin.js';
 
 let fake: FakeChatPlatform;
 let t: TestApp; // OAuth configured, dashboard login URL set
 let proxied: TestApp; // token exchange through the proxy; no dashboard origins (so no login URL); behind https
+let unregistered: TestApp; // a CHAT_OAUTH_REDIRECT_URI the platform does not hold
 let close: () => Promise<void>;
-beforeAll(async () => void ({ fake, t, close, proxied } = await openSignInApps((f) => ({ proxied: { env: proxiedEnv(f) } }))));
+const UNREGISTERED = 'http://localhost:8080/auth/chat/callback';
+beforeAll(async () =>
+  void ({ fake, t, close, proxied, unregistered } = await openSignInApps((f) => ({
+    proxied: { env: proxiedEnv(f) },
+    unregistered: { env: { ...signInEnv(f), CHAT_OAUTH_REDIRECT_URI: UNREGISTERED } },
+  }))));
 afterAll(() => close?.());
 beforeEach(() => fake.reset());
 
@@ -19,7 +25,8 @@ const { newChatId, user, sessionsOf, signIn, mint, callbackWith, failedWith } = 
 describe('GET /auth/chat/callback: failures redirect to the dashboard login with a code', () => {
   const cases: [string, string, (id: string) => Promise<void> | void][] = [
     ['chat_authorization_denied', 'the user denies', () => fake.signInAs(null)],
-    ['chat_redirect_uri_mismatch', 'the platform refuses the redirect_uri', () => fake.scriptToken({ kind: 'redirect-mismatch' })],
+    ['chat_redirect_uri_mismatch', 'the platform refuses the redirect_uri as Discord does (invalid_request)', () => fake.scriptToken({ kind: 'redirect-mismatch' })],
+    ['chat_redirect_uri_mismatch', 'the platform refuses the redirect_uri with invalid_grant', () => fake.scriptToken({ kind: 'redirect-mismatch', error: 'invalid_grant' })],
     ['chat_token_exchange_failed', 'the platform refuses the code', () => fake.scriptToken({ kind: 'invalid-grant' })],
     ['chat_user_fetch_failed', 'the user endpoint refuses', () => fake.scriptUser({ kind: 'invalid-grant' })],
     ['not_a_svc_agent', 'no agent has that chat id', () => undefined],
@@ -33,6 +40,18 @@ describe('GET /auth/chat/callback: failures redirect to the dashboard login with
     const { callback } = await signIn();
     expect(callback.statusCode).toBe(302);
     expect(callback.headers.location).toBe(failedWith(code));
+    expect(callback.cookies.find((c) => c.name === SESSION_COOKIE)).toBeUndefined();
+    expect(await sessionsOf(t.db.production, id)).toEqual([]);
+  });
+
+  it('chat_redirect_uri_mismatch when the configured redirect_uri is not registered (the platform answers invalid_request)', async () => {
+    const id = newChatId();
+    await addAgent(t.db.production, id);
+    fake.signInAs(user(id));
+    const { callback } = await signIn({ app: unregistered });
+    expect(fake.seen(TOKEN_PATH).map((r) => r.form.redirect_uri)).toEqual([UNREGISTERED]);
+    expect(callback.statusCode).toBe(302);
+    expect(callback.headers.location).toBe(failedWith('chat_redirect_uri_mismatch'));
     expect(callback.cookies.find((c) => c.name === SESSION_COOKIE)).toBeUndefined();
     expect(await sessionsOf(t.db.production, id)).toEqual([]);
   });

@@ -138,7 +138,9 @@ export async function exchangeCode(oauth: ChatOAuthConfig, code: string, policy:
   const body = isRecord(reply.body) ? reply.body : {};
   if (reply.status === 200 && typeof body.access_token === 'string' && body.access_token !== '') return body.access_token;
   const description = typeof body.error_description === 'string' ? body.error_description : '';
-  if (reply.status === 400 && body.error === 'invalid_grant' && /redirect_uri/i.test(description)) {
+  // Discord refuses a redirect_uri it does not hold for the code with invalid_request (as of 2024;
+  // invalid_grant before): the description names it either way.
+  if (reply.status === 400 && /redirect_uri/i.test(description)) {
     throw new ChatSignInError('chat_redirect_uri_mismatch', `token exchange refused the redirect_uri: ${description}`);
   }
   const error = typeof body.error === 'string' ? body.error : 'no access_token';

@@ -20,7 +20,8 @@ export interface ChatUser {
 export type ScriptedReply =
   | { kind: 'rate-limit'; retryAfterHeader?: string; retryAfter: number }
   | { kind: 'server-error' }
-  | { kind: 'redirect-mismatch' }
+  /** The redirect_uri refused: Discord's body (invalid_request) unless another error value is given. */
+  | { kind: 'redirect-mismatch'; error?: 'invalid_request' | 'invalid_grant' }
   | { kind: 'invalid-grant' }
   | { kind: 'hang' };
 
@@ -84,7 +85,7 @@ export async function startFakeChatPlatform(): Promise<FakeChatPlatform> {
         json(res, 500, { message: '500: Internal Server Error', code: 0 });
         break;
       case 'redirect-mismatch':
-        json(res, 400, { error: 'invalid_grant', error_description: 'Invalid "redirect_uri" in request.' });
+        json(res, 400, { error: reply.error ?? 'invalid_request', error_description: 'Invalid "redirect_uri" in request.' });
         break;
       case 'invalid-grant':
         json(res, 400, { error: 'invalid_grant', error_description: 'Invalid "code" in request.' });
@@ -106,9 +107,10 @@ export async function startFakeChatPlatform(): Promise<FakeChatPlatform> {
     const issued = codes.get(form.code ?? '');
     if (issued === undefined) return json(res, 400, { error: 'invalid_grant', error_description: 'Invalid "code" in request.' });
     const user = issued.user;
-    // As on the real platform: a registered URL, and the very one the code was issued for.
+    // As on the real platform (discord/discord-api-docs#4076): a registered URL, and the very one
+    // the code was issued for; refused as invalid_request.
     if (!REGISTERED_REDIRECT_URIS.has(form.redirect_uri ?? '') || form.redirect_uri !== issued.redirectUri) {
-      return json(res, 400, { error: 'invalid_grant', error_description: 'Invalid "redirect_uri" in request.' });
+      return json(res, 400, { error: 'invalid_request', error_description: 'Invalid "redirect_uri" in request.' });
     }
     codes.delete(form.code!); // codes are single use, as on the real platform
     const accessToken = randomBytes(15).toString('base64url');
