@@ -73,7 +73,7 @@ describe('training session activity', () => {
       expect((await instanceStates(t.db.production, id))[0]!.state.completed_objectives).toEqual([]);
     });
 
-    it('refuses actions outside the whitelist and bad fields with 400, an inactive session with 409, strangers with 404', async () => {
+    it('refuses actions outside the whitelist and bad fields with 400, an inactive session with 409, strangers with 403', async () => {
       const before = await eventCount();
       for (const [body, field] of [
         [{ type: 'DELETE_EVERYTHING' }, 'body.type'],
@@ -93,7 +93,8 @@ describe('training session activity', () => {
       await post(t, url('pause'), trainer);
       const paused = await post(t, url('events'), trainee, { type: 'ADD_FINDING' });
       expect(paused.json()).toEqual({ success: false, error: `Training session ${id} is paused: cannot record an action`, code: 'INVALID_SESSION_STATE' });
-      expect((await post(t, url('events'), await newTrainee(t, 'Stranger'), { type: 'ADD_FINDING' })).statusCode).toBe(404);
+      const stranger = await post(t, url('events'), await newTrainee(t, 'Stranger'), { type: 'ADD_FINDING' });
+      expect([stranger.statusCode, stranger.json().code]).toEqual([403, 'NOT_SESSION_MEMBER']);
       expect(await eventCount()).toBe(before + 1); // SESSION_PAUSED
     });
   });

@@ -175,7 +175,7 @@ describe('training sessions', () => {
   });
 
   describe('access', () => {
-    it('keeps the controls to the assigned trainer: the trainee 403, another trainer or agent 404, the bot key 403', async () => {
+    it('keeps the controls to the assigned trainer: the trainee, another trainer or agent 403, the bot key 403', async () => {
       const { id, trainee: learner } = await sessionIn('active');
       const own = await post(t, `/training/sessions/${id}/pause`, learner);
       expect(own.json()).toEqual({ success: false, error: 'Only the assigned trainer may do this', code: 'NOT_SESSION_TRAINER' });
@@ -183,9 +183,10 @@ describe('training sessions', () => {
       const stranger = await signedIn(t, { rank: 'Director', clearance: 5 });
       for (const person of [stranger, await newTrainer(t, 'Other Trainer')]) {
         const res = await post(t, `/training/sessions/${id}/pause`, person);
-        expect(res.statusCode).toBe(404);
-        expect(res.json()).toEqual({ success: false, error: `Training session ${id} not found`, code: 'NOT_FOUND' });
-        expect((await get(t, `/training/sessions/${id}`, person)).statusCode).toBe(404);
+        expect(res.statusCode).toBe(403);
+        expect(res.json()).toEqual({ success: false, error: 'Only the assigned trainer may do this', code: 'NOT_SESSION_TRAINER' });
+        const read = await get(t, `/training/sessions/${id}`, person);
+        expect([read.statusCode, read.json().code]).toEqual([403, 'NOT_SESSION_MEMBER']);
       }
       const bot = await t.app.inject({ method: 'POST', url: `/training/sessions/${id}/pause`, headers: { host: 'localhost', authorization: PRODUCTION_KEY } });
       expect([bot.statusCode, bot.json().code]).toEqual([403, 'SESSION_REQUIRED']);

@@ -1,6 +1,7 @@
 // Who may touch a training session, and the one path every change to a session takes: lock the
 // row, check the caller's part in it, make the change with its events in that transaction, then
-// announce what was recorded after the commit (docs/decisions.md: a non-participant gets 404).
+// announce what was recorded after the commit (docs/decisions.md: 404 only for a session that does
+// not exist, 403 for one the caller may not touch).
 import type { FastifyRequest } from 'fastify';
 import type { AgentRow } from '../agents/queries.js';
 import { sessionAgent } from '../platform/auth/guards.js';
@@ -26,16 +27,23 @@ export function trainer(request: FastifyRequest): AgentRow {
 
 export const sessionNotFound = (id: number) => errors.notFound(`Training session ${id}`);
 export const notAssignedTrainer = () => errors.forbidden('Only the assigned trainer may do this', 'NOT_SESSION_TRAINER');
+export const notMember = () => errors.forbidden('Only the trainer and the trainee of this session may do this', 'NOT_SESSION_MEMBER');
 export const noActiveSession = (session: SessionRow) =>
   errors.conflict(`Training session ${session.id} is ${session.status}: there is no active session for you to join`, 'NO_ACTIVE_SESSION');
 
 /** Statuses a trainee sees (spec: GET /training/sessions): pending and aborted are hidden. */
 export const TRAINEE_VISIBLE: ReadonlySet<string> = new Set(['active', 'paused', 'completed']);
 
-/** The caller's part in the session; 404 for a session that does not exist or is not theirs. */
-function participation(session: SessionRow | undefined, id: number, agent: AgentRow): Role {
-  const role = session && roleOf(session, agent.chat_id);
-  if (!role) throw sessionNotFound(id);
+/**
+ * The caller's part in the session, for `access`: 404 only when no session has that id; a session
+ * the caller may not touch is 403 (the ids are sequential: hiding one protects nothing), on a
+ * trainer route NOT_SESSION_TRAINER for anyone but the assigned trainer, elsewhere NOT_SESSION_MEMBER.
+ */
+function participation(session: SessionRow | undefined, id: number, agent: AgentRow, access: 'trainer' | 'participant'): Role {
+  if (!session) throw sessionNotFound(id);
+  const role = roleOf(session, agent.chat_id);
+  if (access === 'trainer' && role !== 'trainer') throw notAssignedTrainer();
+  if (!role) throw notMember();
   return role;
 }
 
@@ -43,7 +51,7 @@ function participation(session: SessionRow | undefined, id: number, agent: Agent
 export async function readSession(request: FastifyRequest, id: number): Promise<{ session: SessionRow; role: Role }> {
   const agent = sessionAgent(request);
   const session = await findSession(request.environment.db, id);
-  const role = participation(session, id, agent);
+  const role = participation(session, id, agent, 'participant');
   if (role === 'trainee' && !TRAINEE_VISIBLE.has(session!.status)) throw noActiveSession(session!);
   return { session: session!, role };
 }
@@ -77,8 +85,7 @@ export async function changeSession<T>(
   const context = { environment: request.environment.name, requestId: request.id };
   const { change, session, sent } = await request.environment.db.transaction(async (tx) => {
     const session = await lockSession(tx, id);
-    const role = participation(session, id, agent);
-    if (access === 'trainer' && role !== 'trainer') throw notAssignedTrainer();
+    const role = participation(session, id, agent, access);
     const change = await fn(tx, { session: session!, role, actor, correlationId: request.id });
     return { session: session!, change, sent: await announceOnCommit(deps, tx, context, session!, change.announce) };
   });

@@ -127,7 +127,7 @@ export const trainingSessionRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = as
       config: { auth: 'session' },
       schema: {
         tags,
-        summary: 'The session as the caller’s role may see it: scenarios, the latest 200 events, notes, injections (participants; 404 otherwise)',
+        summary: 'The session as the caller’s role may see it: scenarios, the latest 200 events, notes, injections (participants; 403 NOT_SESSION_MEMBER otherwise)',
         params: SessionParams,
         response: { 200: SessionPayload, ...errorResponses(400, 404, 409, ...COMMON_ERRORS) },
       },
