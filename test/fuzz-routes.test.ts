@@ -2,10 +2,12 @@
 // wrong types, nulls, huge and empty strings, NUL characters, lone surrogates and emoji, unknown
 // and server-managed fields, out-of-range numbers, invalid JSON and wrong media types, with a valid
 // credential. Whatever comes back: never a 5xx, always the error envelope for a refusal, and a
-// refused request writes nothing (the row count of every table is unchanged). On failure vitest
-// prints fast-check's seed and the shrunk request; FUZZ_SEED replays a seed.
+// refused request writes nothing (the row count of every table is unchanged), and a 2xx JSON answer
+// carries success: true (spec General conventions 1), as every 2xx response schema declares it.
+// On failure vitest prints fast-check's seed and the shrunk request; FUZZ_SEED replays a seed.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { player, startRelay, type StandInRelay } from '../bench/lib/game-relay.js';
 import { createTestApp, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
 import { admin } from './helpers/admin.js';
 import type { Person } from './helpers/identity.js';
@@ -24,20 +26,28 @@ interface Operation {
 }
 
 let t: TestApp;
+let relay: StandInRelay;
 let director: Person;
 let operations: Operation[];
 let tables: string[];
+let doc: OpenApiDoc;
+
+interface OpenApiDoc {
+  paths: Record<string, Record<string, {
+    security?: Record<string, unknown>[];
+    parameters?: { name: string; in: string; schema?: JsonSchema }[];
+    requestBody?: { content?: Record<string, { schema?: JsonSchema }> };
+    responses?: Record<string, { content?: Record<string, { schema?: JsonSchema }> }>;
+  }>>;
+  components?: { schemas?: Record<string, JsonSchema> };
+}
 
 beforeAll(async () => {
-  t = await createTestApp();
+  // A game relay, so the lookup answers 200 (online or not) instead of 503 NOT_CONFIGURED.
+  relay = await startRelay({ body: [player('NightOwl_88', 1), player('quietstorm', 100)] });
+  t = await createTestApp({ env: { GAME_RELAY_URLS: relay.url, GAME_SERVER_KEY: 'srv-key' } });
   director = await admin(t);
-  const doc = (await t.app.inject({ url: '/openapi.json' })).json() as {
-    paths: Record<string, Record<string, {
-      security?: Record<string, unknown>[];
-      parameters?: { name: string; in: string; schema?: JsonSchema }[];
-      requestBody?: { content?: Record<string, { schema?: JsonSchema }> };
-    }>>;
-  };
+  doc = (await t.app.inject({ url: '/openapi.json' })).json() as OpenApiDoc;
   operations = Object.entries(doc.paths).flatMap(([path, methods]) =>
     Object.entries(methods).map(([method, op]) => ({
       method: method.toUpperCase(),
@@ -53,7 +63,10 @@ beforeAll(async () => {
   );
   tables = rows.map((r) => r.name);
 });
-afterAll(() => t.close());
+afterAll(async () => {
+  await t.close();
+  await relay.close();
+});
 
 /** Every table's row count, in one statement. */
 async function rowCounts(): Promise<Record<string, number>> {
@@ -95,6 +108,10 @@ const hostileObject = fc.dictionary(fieldName, hostileValue, { maxKeys: 6 });
 const deepJson = fc.integer({ min: 50, max: 5_000 }).map((depth) => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth));
 
 interface JsonSchema {
+  $ref?: string;
+  const?: unknown;
+  allOf?: JsonSchema[];
+  oneOf?: JsonSchema[];
   type?: string | string[];
   properties?: Record<string, JsonSchema>;
   required?: string[];
@@ -207,6 +224,31 @@ describe('every operation of the OpenAPI document, sent hostile input', () => {
     expect(operations.length).toBeGreaterThanOrEqual(50);
   });
 
+  it('declares success: true, required, in every 2xx JSON response schema (so serialization keeps it)', () => {
+    const resolve = (schema: JsonSchema): JsonSchema =>
+      schema.$ref === undefined ? schema : resolve(doc.components?.schemas?.[schema.$ref.replace('#/components/schemas/', '')] ?? {});
+    const declaresSuccess = (raw: JsonSchema): boolean => {
+      const schema = resolve(raw);
+      const branches = schema.anyOf ?? schema.oneOf;
+      if (branches) return branches.every(declaresSuccess);
+      if (schema.allOf) return schema.allOf.some(declaresSuccess);
+      const success = schema.properties?.success && resolve(schema.properties.success);
+      const onlyTrue = success?.const === true || (success?.enum?.length === 1 && success.enum[0] === true);
+      return onlyTrue && (schema.required ?? []).includes('success');
+    };
+    const lacking = Object.entries(doc.paths).flatMap(([path, methods]) =>
+      Object.entries(methods).flatMap(([method, op]) =>
+        Object.entries(op.responses ?? {})
+          .filter(([status]) => /^2\d\d$/.test(status))
+          .flatMap(([status, response]) => {
+            const schema = response.content?.['application/json']?.schema;
+            return schema === undefined || declaresSuccess(schema) ? [] : [`${method.toUpperCase()} ${path} ${status}`];
+          }),
+      ),
+    );
+    expect(lacking).toEqual([]);
+  });
+
   it('answers no 5xx, refuses in the envelope and writes nothing when it refuses', { timeout: 240_000 }, async () => {
     for (const op of operations) {
       // Afresh for each operation: one may have signed the last one out.
@@ -232,6 +274,9 @@ describe('every operation of the OpenAPI document, sent hostile input', () => {
           // 503 is the spec's answer for an integration this test app does not configure.
           const unconfigured = res.statusCode === 503 && /"code":"NOT_CONFIGURED"/.test(res.body);
           expect(res.statusCode < 500 || unconfigured, `${where} answered ${res.statusCode} ${res.body.slice(0, 300)}`).toBe(true);
+          if (res.statusCode >= 200 && res.statusCode < 300 && /^application\/json/.test(String(res.headers['content-type'] ?? ''))) {
+            expect(res.json(), `${where} answered ${res.statusCode} ${res.body.slice(0, 300)}`).toEqual(expect.objectContaining({ success: true }));
+          }
           if (res.statusCode >= 400) {
             const contentType = String(res.headers['content-type'] ?? '');
             expect(contentType, where).toMatch(/^application\/json/);

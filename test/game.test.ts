@@ -29,18 +29,18 @@ describe('GET /game/player/<id>', () => {
     const res = await lookup('1843209911');
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({
-      online: true, gameUserId: 1843209911, username: 'NightOwl_88', permission: 'Server Moderator', team: 'Police', wantedStars: 2, location: LOCATION, raw: entry,
+      success: true, online: true, gameUserId: 1843209911, username: 'NightOwl_88', permission: 'Server Moderator', team: 'Police', wantedStars: 2, location: LOCATION, raw: entry,
     });
     expect(relay.keys.at(-1)).toBe('srv-key');
   });
 
   it('defaults wantedStars to 0 and location to null when the upstream omits them', async () => {
     relay.reply = { body: [player('quietstorm', 77)] };
-    expect((await lookup('77')).json()).toMatchObject({ online: true, username: 'quietstorm', wantedStars: 0, location: null, team: 'Civilian' });
+    expect((await lookup('77')).json()).toMatchObject({ success: true, online: true, username: 'quietstorm', wantedStars: 0, location: null, team: 'Civilian' });
   });
 
   it('answers not online, every other member null, for a player not in the server, an empty list or an offline server', async () => {
-    const absent = { online: false, gameUserId: 42, username: null, permission: null, team: null, wantedStars: null, location: null, raw: null };
+    const absent = { success: true, online: false, gameUserId: 42, username: null, permission: null, team: null, wantedStars: null, location: null, raw: null };
     for (const reply of [{ body: [player('Other', 41)] }, { body: [] }, { status: 422, body: { code: 3002, message: 'Server offline' } }]) {
       relay.reply = reply;
       await new Promise((r) => setTimeout(r, 2));

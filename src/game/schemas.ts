@@ -13,6 +13,7 @@ const nullableObject = (description: string) =>
 const Upstream = Type.Unknown({ description: 'As the game server gives it' });
 
 export const GamePlayer = Type.Object({
+  success: Type.Literal(true),
   online: Type.Boolean({ description: 'The player is in the game server now' }),
   gameUserId: Type.Integer(),
   username: nullableString(),
