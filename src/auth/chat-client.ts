@@ -138,8 +138,8 @@ export async function exchangeCode(oauth: ChatOAuthConfig, code: string, policy:
   const body = isRecord(reply.body) ? reply.body : {};
   if (reply.status === 200 && typeof body.access_token === 'string' && body.access_token !== '') return body.access_token;
   const description = typeof body.error_description === 'string' ? body.error_description : '';
-  // Discord refuses a redirect_uri it does not hold for the code with invalid_request (as of 2024;
-  // invalid_grant before): the description names it either way.
+  // Discord refuses a redirect_uri it does not hold for the code with invalid_request
+  // (discord/discord-api-docs#4076), other servers with invalid_grant: the description names it.
   if (reply.status === 400 && /redirect_uri/i.test(description)) {
     throw new ChatSignInError('chat_redirect_uri_mismatch', `token exchange refused the redirect_uri: ${description}`);
   }
