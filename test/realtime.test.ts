@@ -38,7 +38,9 @@ describe('realtime', () => {
     it('GET /training/realtime-config points the client at this service for the request’s host', async () => {
       const res = await t.app.inject({ method: 'GET', url: '/training/realtime-config', headers: trainer.headers });
       expect(res.statusCode).toBe(200);
-      expect(res.json()).toEqual({ success: true, backend_url: 'http://localhost', anon_key: 'cms-production-anon', token_path: '/training/realtime-token' });
+      expect(res.json()).toEqual({ success: true, backend_url: 'http://localhost', anon_key: expect.any(String), token_path: '/training/realtime-token' });
+      // Like a Supabase project's anon key: a JWT with role anon, of this environment (it reads no channel).
+      expect(decodeJwt(res.json().anon_key)).toEqual({ role: 'anon', iss: 'case-management:production' });
     });
 
     it('GET /training/realtime-token mints an HS256 JWT: role authenticated, sub the chat id, 600 s', async () => {
@@ -110,7 +112,8 @@ describe('realtime', () => {
         const demoPerson = await newTrainer({ ...t, db: { ...t.db, production: t.db.demo } } as TestApp);
         const demoToken = (await t.app.inject({ method: 'GET', url: '/training/realtime-token', headers: { ...demoPerson.headers, host: 'demo.localhost' } })).json().token as string;
         const cases: [string, string | undefined, string][] = [
-          [`training:user:${learner.agent.chat_id}`, undefined, 'InvalidJWTToken'],
+          // No token of the join's own: the socket's apikey stands in, as on Supabase (here not a JWT).
+          [`training:user:${learner.agent.chat_id}`, undefined, 'MalformedJWT: The token provided is not a valid JWT'],
           [`training:user:${learner.agent.chat_id}`, forged, 'JwtSignatureError: Failed to validate JWT signature'],
           [`training:user:${learner.agent.chat_id}`, expired, 'InvalidJWTToken: Token has expired'],
           [`training:user:${demoPerson.agent.chat_id}`, demoToken, 'InvalidJWTToken'],
