@@ -4,6 +4,7 @@
 // renews its token while subscribed and rejoins both channels by itself after the server drops
 // its socket, with no join refused; a client with no token of its own is refused as Supabase
 // refuses the anon key on a private channel.
+import { readFileSync } from 'node:fs';
 import { createClient, type SupabaseClient } from '@supabase/supabase-js';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -144,6 +145,14 @@ describe('the training front end with @supabase/supabase-js', () => {
     expect(user.log.payloads.every((p) => p.session_id === id) && room.log.payloads.every((p) => p.session_id === id)).toBe(true);
     expect(handed).toHaveLength(2);
     expect(await realtimeHealth(t)).toMatchObject({ connections: 1, channels: 2, refused_joins: 0 });
+  });
+});
+
+describe('the README', () => {
+  it('shows the front end’s code exactly as the test helper runs it', () => {
+    const helper = readFileSync(new URL('./helpers/training-frontend.ts', import.meta.url), 'utf8');
+    const code = helper.slice(helper.indexOf('import ')).trimEnd();
+    expect(readFileSync(new URL('../README.md', import.meta.url), 'utf8')).toContain('\n```ts\n' + code + '\n```\n');
   });
 });
 
