@@ -4,8 +4,9 @@
 import { decodeJwt, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RealtimeClient } from '@supabase/realtime-js';
+import { mintToken } from '../src/realtime/tokens.js';
 import { createTestApp, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
-import type { Person } from './helpers/identity.js';
+import { signedIn, type Person } from './helpers/identity.js';
 import { connect, listen, SECRETS, subscribe, token } from './helpers/realtime.js';
 import { createSession, importDemoScenarios, newTrainee, newTrainer, post } from './helpers/training.js';
 
@@ -38,7 +39,9 @@ describe('realtime', () => {
     it('GET /training/realtime-config points the client at this service for the request’s host', async () => {
       const res = await t.app.inject({ method: 'GET', url: '/training/realtime-config', headers: trainer.headers });
       expect(res.statusCode).toBe(200);
-      expect(res.json()).toEqual({ success: true, backend_url: 'http://localhost', anon_key: 'cms-production-anon', token_path: '/training/realtime-token' });
+      expect(res.json()).toEqual({ success: true, backend_url: 'http://localhost', anon_key: expect.any(String), token_path: '/training/realtime-token' });
+      // Like a Supabase project's anon key: a JWT with role anon, of this environment (it reads no channel).
+      expect(decodeJwt(res.json().anon_key)).toEqual({ role: 'anon', iss: 'case-management:production' });
     });
 
     it('GET /training/realtime-token mints an HS256 JWT: role authenticated, sub the chat id, 600 s', async () => {
@@ -107,13 +110,19 @@ describe('realtime', () => {
           .setIssuedAt(Math.floor(Date.now() / 1000) - 700)
           .setExpirationTime(Math.floor(Date.now() / 1000) - 100)
           .sign(new TextEncoder().encode(SECRETS.PRODUCTION_REALTIME_SIGNING_SECRET));
-        const demoPerson = await newTrainer({ ...t, db: { ...t.db, production: t.db.demo } } as TestApp);
-        const demoToken = (await t.app.inject({ method: 'GET', url: '/training/realtime-token', headers: { ...demoPerson.headers, host: 'demo.localhost' } })).json().token as string;
+        // A real token of the demo environment (its own session, on its own host).
+        const demoPerson = await signedIn(t, { env: 'demo', is_trainer: true });
+        const demoRes = await t.app.inject({ method: 'GET', url: '/training/realtime-token', headers: demoPerson.headers });
+        expect(demoRes.statusCode).toBe(200);
+        const demoToken = demoRes.json().token as string;
         const cases: [string, string | undefined, string][] = [
-          [`training:user:${learner.agent.chat_id}`, undefined, 'InvalidJWTToken'],
+          // No token of the join's own: the socket's apikey stands in, as on Supabase (here not a JWT).
+          [`training:user:${learner.agent.chat_id}`, undefined, 'MalformedJWT: The token provided is not a valid JWT'],
           [`training:user:${learner.agent.chat_id}`, forged, 'JwtSignatureError: Failed to validate JWT signature'],
           [`training:user:${learner.agent.chat_id}`, expired, 'InvalidJWTToken: Token has expired'],
-          [`training:user:${demoPerson.agent.chat_id}`, demoToken, 'InvalidJWTToken'],
+          [`training:user:${demoPerson.agent.chat_id}`, demoToken, 'JwtSignatureError'],
+          // The demo environment's issuer, even under the production secret.
+          [`training:user:${demoPerson.agent.chat_id}`, (await mintToken('demo', SECRETS.PRODUCTION_REALTIME_SIGNING_SECRET, demoPerson.agent.chat_id)).token, 'InvalidJWTToken: unexpected "iss" claim value'],
           [`training:user:${trainer.agent.chat_id}`, valid, `Unauthorized: You do not have permissions to read from this Channel topic: training:user:${trainer.agent.chat_id}`],
           [`training:session:${id + 1000}`, valid, 'Unauthorized'],
         ];

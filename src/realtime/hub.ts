@@ -41,6 +41,8 @@ interface Connection {
   ws: WebSocket;
   version: Version;
   environment: EnvironmentName;
+  /** The socket's `apikey`: a join without a token of its own is judged by it, as Supabase does. */
+  apikey: string | undefined;
   channels: Map<string, Channel>;
   tokens: number;
   refilledAt: number;
@@ -82,9 +84,9 @@ export class RealtimeHub {
   }
 
   /** A new WebSocket of an environment, speaking `version`. */
-  accept(ws: WebSocket, environment: EnvironmentName, version: Version): void {
+  accept(ws: WebSocket, environment: EnvironmentName, version: Version, apikey?: string): void {
     const now = Date.now();
-    const conn: Connection = { ws, version, environment, channels: new Map(), tokens: RATE_BURST, refilledAt: now, dropped: 0, lastSeen: now, queue: Promise.resolve() };
+    const conn: Connection = { ws, version, environment, apikey, channels: new Map(), tokens: RATE_BURST, refilledAt: now, dropped: 0, lastSeen: now, queue: Promise.resolve() };
     this.connections.add(conn);
     ws.on('message', (data: Buffer, isBinary: boolean) => this.receive(conn, data, isBinary));
     ws.on('close', () => this.forget(conn));
@@ -193,9 +195,10 @@ export class RealtimeHub {
     const environment = this.environments.get(conn.environment);
     const secret = environment?.config.realtimeSigningSecret;
     if (!environment || !secret) return 'RealtimeDisabled: realtime is not configured';
-    const claims = await verifyToken(conn.environment, secret, m.payload.access_token ?? m.payload.user_token);
+    const claims = await verifyToken(conn.environment, secret, m.payload.access_token ?? m.payload.user_token ?? conn.apikey);
     if ('refused' in claims) return claims.refused;
     const unauthorized = `Unauthorized: You do not have permissions to read from this Channel topic: ${topic}`;
+    if ('anonymous' in claims) return unauthorized;
     const user = USER_TOPIC.exec(topic);
     if (user) return user[1] === claims.sub ? claims : unauthorized;
     const session = SESSION_TOPIC.exec(topic);
@@ -214,6 +217,7 @@ export class RealtimeHub {
     if (token === null || token === undefined || !secret) return;
     const claims = await verifyToken(conn.environment, secret, token);
     if ('refused' in claims) return this.expel(conn, channel, claims.refused.replace(/^[A-Za-z]+: /, ''));
+    if ('anonymous' in claims) return this.expel(conn, channel, `You do not have permissions to read from this Channel topic: ${channel.topic.slice(TOPIC_PREFIX.length)}`);
     if (claims.sub !== channel.sub) return this.expel(conn, channel, 'The token belongs to another user');
     this.schedule(conn, channel, claims.exp);
   }

@@ -9,7 +9,7 @@ import { AppError, errors } from '../platform/errors.js';
 import { COMMON_ERRORS, errorResponses, timestamp } from '../platform/http/schemas.js';
 import type { RealtimeHub } from './hub.js';
 import { VERSIONS, type Version } from './protocol.js';
-import { mintToken, TOKEN_LIFETIME_SECONDS } from './tokens.js';
+import { anonKey, mintToken, TOKEN_LIFETIME_SECONDS } from './tokens.js';
 
 const tags = ['Training center'];
 export const TOKEN_PATH = '/training/realtime-token';
@@ -18,8 +18,8 @@ export const SOCKET_PATH = '/realtime/v1/websocket';
 const RealtimeConfig = Type.Object({
   success: Type.Literal(true),
   backend_url: Type.String({ description: 'Give it to createClient(backend_url, anon_key): this service (its own hub) or the configured Supabase project' }),
-  anon_key: Type.String({ description: 'Public: the built-in hub does not check it' }),
-  token_path: Type.String({ description: 'Where to fetch the JWT for realtime.setAuth(token)' }),
+  anon_key: Type.String({ description: 'Public. The built-in hub’s own is a JWT with role anon (it reads no channel), or <ENV>_REALTIME_ANON_KEY' }),
+  token_path: Type.String({ description: 'Where the client’s accessToken callback fetches its JWT' }),
 });
 const RealtimeToken = Type.Object({
   success: Type.Literal(true),
@@ -45,11 +45,11 @@ export const realtimeRoutes: FastifyPluginAsyncTypebox<{ hub: RealtimeHub }> = a
     { config: { auth: 'session' }, schema: { tags, summary: 'The browser realtime client’s public configuration', response: { 200: RealtimeConfig, ...errorResponses(...COMMON_ERRORS) } } },
     async (request) => {
       sessionAgent(request);
-      signingSecret(request);
+      const secret = signingSecret(request);
       const { realtimeUrl, realtimeAnonKey, name } = request.environment.config;
       // The built-in hub is this service at the host the request came to: each environment's own.
       const backend = realtimeUrl ?? `${request.protocol}://${request.host}`;
-      return { success: true as const, backend_url: backend.replace(/\/$/, ''), anon_key: realtimeAnonKey ?? `cms-${name}-anon`, token_path: TOKEN_PATH };
+      return { success: true as const, backend_url: backend.replace(/\/$/, ''), anon_key: realtimeAnonKey ?? (await anonKey(name, secret)), token_path: TOKEN_PATH };
     },
   );
 
@@ -84,7 +84,8 @@ export const realtimeRoutes: FastifyPluginAsyncTypebox<{ hub: RealtimeHub }> = a
       throw new AppError(426, `${SOCKET_PATH} speaks WebSocket: send the request with Upgrade: websocket`, 'UPGRADE_REQUIRED');
     },
     wsHandler: (socket, request) => {
-      hub.accept(socket, request.environment.name, ((request.query as { vsn?: string }).vsn ?? '1.0.0') as Version);
+      const { vsn, apikey } = request.query as { vsn?: string; apikey?: string };
+      hub.accept(socket, request.environment.name, (vsn ?? '1.0.0') as Version, apikey);
     },
   });
 };

@@ -7,6 +7,8 @@ import type { EnvironmentName } from '../config.js';
 
 export const TOKEN_LIFETIME_SECONDS = 600;
 export const TOKEN_ROLE = 'authenticated';
+/** The role of the built-in hub's default anon key, as in a Supabase project's anon key. */
+export const ANON_ROLE = 'anon';
 
 const issuer = (environment: EnvironmentName) => `case-management:${environment}`;
 const key = (secret: string) => new TextEncoder().encode(secret);
@@ -31,18 +33,33 @@ export async function mintToken(environment: EnvironmentName, secret: string, ch
   return { token, ttl: TOKEN_LIFETIME_SECONDS, expires_at: new Date(exp * 1000).toISOString() };
 }
 
+/**
+ * The built-in hub's default public anon key: like a Supabase project's, a JWT signed with the
+ * environment's secret whose role is `anon` (no subject, no expiry; the same on every instance, as
+ * signing is deterministic). supabase-js sends it as the join's token when it has no other, and the
+ * hub then refuses a private channel as unauthorised, as Supabase does, not as a malformed token.
+ */
+export async function anonKey(environment: EnvironmentName, secret: string): Promise<string> {
+  return new SignJWT({ role: ANON_ROLE }).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuer(issuer(environment)).sign(key(secret));
+}
+
 export interface VerifiedToken {
   sub: string;
   /** Seconds since the epoch. */
   exp: number;
 }
 
-/** The claims of a valid token for this environment, or the reason it is refused (Supabase's wording where there is one). */
-export async function verifyToken(environment: EnvironmentName, secret: string, token: unknown): Promise<VerifiedToken | { refused: string }> {
+/**
+ * The claims of a valid token for this environment, `anonymous` for the environment's anon key (a
+ * valid token that reads no channel), or the reason it is refused (Supabase's wording where there is one).
+ */
+export async function verifyToken(environment: EnvironmentName, secret: string, token: unknown): Promise<VerifiedToken | { anonymous: true } | { refused: string }> {
   if (typeof token !== 'string' || token === '') return { refused: 'InvalidJWTToken: a private channel needs an access_token' };
   try {
-    const { payload } = await jwtVerify(token, key(secret), { algorithms: ['HS256'], issuer: issuer(environment), requiredClaims: ['exp', 'sub', 'role'] });
+    const { payload } = await jwtVerify(token, key(secret), { algorithms: ['HS256'], issuer: issuer(environment), requiredClaims: ['role'] });
+    if (payload.role === ANON_ROLE) return { anonymous: true };
     if (payload.role !== TOKEN_ROLE) return { refused: `InvalidJWTToken: role must be ${TOKEN_ROLE}` };
+    for (const claim of ['exp', 'sub'] as const) if (payload[claim] === undefined) return { refused: `InvalidJWTToken: missing required "${claim}" claim` };
     if (typeof payload.sub !== 'string' || !/^[0-9]{1,20}$/.test(payload.sub)) return { refused: 'InvalidJWTToken: sub must be a chat id' };
     return { sub: payload.sub, exp: payload.exp! };
   } catch (err) {
