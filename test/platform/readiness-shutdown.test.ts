@@ -50,7 +50,7 @@ describe(`GET /ready across a shutdown on ${storeName}`, () => {
     }
     service = startService(env);
     await service.ready;
-  }, 60_000);
+  }, 120_000);
 
   afterAll(async () => {
     service?.child.kill('SIGKILL');
