@@ -11,6 +11,7 @@ import type { Environments } from './platform/environments.js';
 import { createClientErrorHandler, createErrorHandling, errorHandlerPlugin, MAX_PARAM_LENGTH, notFoundHandler } from './platform/http/error-handler.js';
 import { refuseUnstorableInput } from './platform/http/input-guard.js';
 import { errors } from './platform/errors.js';
+import { Readiness } from './platform/readiness.js';
 import { openApiPlugin } from './platform/http/openapi.js';
 import { BODY_LIMIT, refuseDuplicateHost, refuseOversizedBody, requestContextPlugin } from './platform/http/request-context.js';
 import { validatorCompiler } from './platform/http/validation.js';
@@ -53,11 +54,13 @@ export interface BuildAppOptions {
   extraRoutes?: (api: FastifyInstance) => void | Promise<void>;
   /** Where live training events go; by default the realtime hub (or the Supabase project configured). */
   broadcaster?: Broadcaster;
+  /** GET /ready's state; the process entry keeps it to flip it first thing on SIGTERM. */
+  readiness?: Readiness;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export async function buildApp({ config, environments, ownsEnvironments = true, logger, extraRoutes, broadcaster }: BuildAppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, environments, ownsEnvironments = true, logger, extraRoutes, broadcaster, readiness = new Readiness(environments) }: BuildAppOptions): Promise<FastifyInstance> {
   const log = logger ?? pino({ level: config.logLevel });
   // Fastify's per-request logging (a child logger and response listeners on every request) is
   // the largest cost of a light request: it is switched on only when its lines would be written
@@ -101,14 +104,16 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
   await app.register(errorHandlerPlugin, { handling: errorHandling });
   app.addHook('onRequest', refuseDuplicateHost);
   // Requests still arriving on kept-alive connections once close() began: 503, connection closed.
+  // GET /ready answers them itself: 503 with what each environment is (shutting down).
   let closing = false;
   app.addHook('preClose', async () => {
+    readiness.shutDown();
     closing = true;
   });
-  app.addHook('onRequest', (_request, reply, done) => {
+  app.addHook('onRequest', (request, reply, done) => {
     if (!closing) return done();
     reply.header('connection', 'close');
-    done(errors.shuttingDown());
+    done(request.routeOptions.url === '/ready' ? undefined : errors.shuttingDown());
   });
   const allowedOrigins = new Set([...config.dashboardOrigins, ...config.trainingOrigins]);
   await app.register(cors, {
@@ -126,6 +131,15 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
     { config: { auth: 'none' }, schema: { hide: true }, onRequest: refuseOversizedBody },
     async (_request, reply) => reply.type('text/plain; charset=utf-8').send(`${config.serviceName} API Online`),
   );
+  // GET /ready, the readiness probe, likewise outside the API context (src/platform/readiness.ts).
+  app.get('/ready', { config: { auth: 'none' }, schema: { hide: true }, onRequest: refuseOversizedBody }, async (_request, reply) => {
+    const { ready, shuttingDown, environments: states } = await readiness.check();
+    reply.header('cache-control', 'no-store');
+    if (ready) return reply.send({ success: true, environments: states });
+    const failed = Object.entries(states).filter(([, state]) => state !== 'ok').map(([name, state]) => `${name} ${state}`);
+    const err = shuttingDown ? errors.shuttingDown() : errors.notReady(failed.join('; '));
+    return reply.code(503).send({ success: false, error: err.message, code: err.code, environments: states });
+  });
 
   // One game server for both environments: the relays and the key are not per environment.
   const game =

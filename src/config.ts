@@ -11,6 +11,8 @@ export interface EnvironmentConfig {
   hosts: string[];
   databaseUrl: string | undefined;
   apiKey: string | undefined;
+  /** During a key rotation, the old key, accepted beside apiKey and counted (<ENV>_API_KEY_PREVIOUS). */
+  apiKeyPrevious: string | undefined;
   realtimeSigningSecret: string | undefined;
   realtimeUrl: string | undefined;
   realtimeAnonKey: string | undefined;
@@ -97,7 +99,8 @@ export function parseConfig(env: Env): Config {
       name,
       hosts: read(`${prefix}_HOSTS`, name === 'production' ? ['localhost', '127.0.0.1'] : ['demo.localhost'], parseHosts),
       databaseUrl: read(`${prefix}_DATABASE_URL`, undefined, parsePostgresUrl),
-      apiKey: str(`${prefix}_API_KEY`),
+      apiKey: read(`${prefix}_API_KEY`, undefined, parseApiKey),
+      apiKeyPrevious: read(`${prefix}_API_KEY_PREVIOUS`, undefined, parseApiKey),
       realtimeSigningSecret: read(`${prefix}_REALTIME_SIGNING_SECRET`, undefined, parseSecret),
       realtimeUrl: read(`${prefix}_REALTIME_URL`, undefined, parseHttpUrl),
       realtimeAnonKey: str(`${prefix}_REALTIME_ANON_KEY`),
@@ -107,9 +110,7 @@ export function parseConfig(env: Env): Config {
   const { production, demo } = environments;
   const shared = production.hosts.filter((h) => demo.hosts.includes(h));
   if (shared.length > 0) problems.push(`PRODUCTION_HOSTS, DEMO_HOSTS: ${shared.join(', ')} listed in both`);
-  if (production.apiKey !== undefined && production.apiKey === demo.apiKey) {
-    problems.push('PRODUCTION_API_KEY, DEMO_API_KEY: each environment needs its own key');
-  }
+  problems.push(...apiKeyProblems(environments));
 
   const dashboardOrigins = read('DASHBOARD_ORIGINS', [], (v) => parseList(v, parseOrigin));
   const clientId = str('CHAT_OAUTH_CLIENT_ID');
@@ -220,6 +221,42 @@ function parseSeconds(raw: string): number {
 function parseSecret(raw: string): string {
   if (raw.length < 32) throw new Error('expected at least 32 characters');
   return raw;
+}
+
+/** The bot's keys are bearer secrets sent whole in `Authorization`: long enough not to be guessed. */
+export const API_KEY_MIN_LENGTH = 16;
+
+function parseApiKey(raw: string): string {
+  if (raw.length < API_KEY_MIN_LENGTH) throw new Error(`expected at least ${API_KEY_MIN_LENGTH} characters`);
+  return raw;
+}
+
+/**
+ * Every configured key (both environments, current and previous) is distinct: a key must resolve to
+ * one environment, and a "previous" key equal to the current one would make a rotation a no-op.
+ * A previous key alone is refused: it is the rotation's old key, beside the new one.
+ */
+function apiKeyProblems(environments: Record<EnvironmentName, EnvironmentConfig>): string[] {
+  const problems: string[] = [];
+  const keys = ENVIRONMENTS.flatMap((name) => {
+    const { apiKey, apiKeyPrevious } = environments[name];
+    const prefix = name.toUpperCase();
+    if (apiKeyPrevious !== undefined && apiKey === undefined) {
+      problems.push(`${prefix}_API_KEY_PREVIOUS: set only during a rotation, beside the new ${prefix}_API_KEY (which is unset)`);
+    }
+    return [
+      { variable: `${prefix}_API_KEY`, name, value: apiKey },
+      { variable: `${prefix}_API_KEY_PREVIOUS`, name, value: apiKeyPrevious },
+    ];
+  });
+  for (let i = 0; i < keys.length; i++) {
+    for (let j = i + 1; j < keys.length; j++) {
+      const [a, b] = [keys[i]!, keys[j]!];
+      if (a.value === undefined || a.value !== b.value) continue;
+      problems.push(`${a.variable}, ${b.variable}: ${a.name === b.name ? 'the previous key must differ from the current one' : 'each environment needs its own key'}`);
+    }
+  }
+  return problems;
 }
 
 function parseChatId(raw: string): string {

@@ -7,6 +7,7 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { seedDemoOnFirstStart } from './demo/seed.js';
 import { Environments } from './platform/environments.js';
 import { collectGarbageOnce } from './platform/memory.js';
+import { Readiness } from './platform/readiness.js';
 
 function readConfig(): Config {
   try {
@@ -33,13 +34,17 @@ try {
 
 if (Object.values(config.environments).some((env) => !env.databaseUrl)) collectGarbageOnce();
 
-const app = await buildApp({ config, environments, logger: log });
+const readiness = new Readiness(environments);
+const app = await buildApp({ config, environments, logger: log, readiness });
 
 // In-flight requests get SHUTDOWN_GRACE_SECONDS to finish; then the connections still open are cut
 // (and counted in the log) and the shutdown carries on, closing the databases, to exit 0. Only if
 // closing itself hangs does close-with-grace's own deadline, some seconds later, exit 1.
 const CLOSE_DEADLINE_MS = config.shutdownGraceMs + 5_000;
 closeWithGrace({ delay: CLOSE_DEADLINE_MS, logger: log }, async ({ signal, err }) => {
+  // First of all: GET /ready answers 503 from now on, so a balancer still probing over an open
+  // connection stops sending here while the requests in flight drain.
+  readiness.shutDown();
   if (err) log.error({ err }, 'shutting down after an unhandled error');
   else log.info({ signal }, 'shutting down');
   const grace = setTimeout(() => {

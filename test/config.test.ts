@@ -5,6 +5,10 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, parseConfig } from '../src/config.js';
 
+const SAME = 'the-same-key-0123456789';
+const OTHER = 'another-key-0123456789';
+const THIRD = 'a-third-key-0123456789';
+
 describe('parseConfig', () => {
   it('has the documented defaults', () => {
     const config = parseConfig({});
@@ -30,6 +34,7 @@ describe('parseConfig', () => {
       hosts: ['localhost', '127.0.0.1'],
       databaseUrl: undefined,
       apiKey: undefined,
+      apiKeyPrevious: undefined,
       realtimeSigningSecret: undefined,
       realtimeUrl: undefined,
       realtimeAnonKey: undefined,
@@ -49,8 +54,9 @@ describe('parseConfig', () => {
       DEMO_HOSTS: 'demo.example.org',
       PRODUCTION_DATABASE_URL: 'postgres://u:p@db:5432/prod',
       DEMO_DATABASE_URL: 'postgresql://u@db/demo',
-      PRODUCTION_API_KEY: 'prod-key',
-      DEMO_API_KEY: 'demo-key',
+      PRODUCTION_API_KEY: 'prod-key-0123456789',
+      PRODUCTION_API_KEY_PREVIOUS: 'prod-key-old-0123456789',
+      DEMO_API_KEY: 'demo-key-0123456789',
       PRODUCTION_REALTIME_SIGNING_SECRET: secret,
       DEMO_REALTIME_URL: 'https://abc.supabase.co',
       DEMO_REALTIME_ANON_KEY: 'anon',
@@ -73,6 +79,8 @@ describe('parseConfig', () => {
     expect(config.environments.production.hosts).toEqual(['api.example.org', 'cases.example.org']);
     expect(config.environments.production.databaseUrl).toBe('postgres://u:p@db:5432/prod');
     expect(config.environments.production.realtimeSigningSecret).toBe(secret);
+    expect(config.environments.production).toMatchObject({ apiKey: 'prod-key-0123456789', apiKeyPrevious: 'prod-key-old-0123456789' });
+    expect(config.environments.demo).toMatchObject({ apiKey: 'demo-key-0123456789', apiKeyPrevious: undefined });
     expect(config.environments.demo).toMatchObject({ realtimeUrl: 'https://abc.supabase.co', realtimeAnonKey: 'anon', supabaseServiceKey: 'service' });
     expect(config.chatOAuth).toEqual({
       clientId: 'client',
@@ -116,7 +124,14 @@ describe('parseConfig', () => {
     [{ DATABASE_POOL_SIZE: 'many' }, 'DATABASE_POOL_SIZE: expected a whole number from 1 to 100'],
     [{ TRUST_PROXY: 'maybe' }, 'TRUST_PROXY: expected true, false, or a list of proxy addresses/CIDRs'],
     [{ PRODUCTION_HOSTS: 'a.example.org', DEMO_HOSTS: 'A.example.org' }, 'PRODUCTION_HOSTS, DEMO_HOSTS: a.example.org listed in both'],
-    [{ PRODUCTION_API_KEY: 'same', DEMO_API_KEY: 'same' }, 'PRODUCTION_API_KEY, DEMO_API_KEY: each environment needs its own key'],
+    [{ PRODUCTION_API_KEY: SAME, DEMO_API_KEY: SAME }, 'PRODUCTION_API_KEY, DEMO_API_KEY: each environment needs its own key'],
+    [{ DEMO_API_KEY: 'short-key' }, 'DEMO_API_KEY: expected at least 16 characters (got "short-key")'],
+    [{ PRODUCTION_API_KEY: OTHER, PRODUCTION_API_KEY_PREVIOUS: 'short-key' }, 'PRODUCTION_API_KEY_PREVIOUS: expected at least 16 characters (got "short-key")'],
+    [{ PRODUCTION_API_KEY: SAME, PRODUCTION_API_KEY_PREVIOUS: SAME }, 'PRODUCTION_API_KEY, PRODUCTION_API_KEY_PREVIOUS: the previous key must differ from the current one'],
+    [{ PRODUCTION_API_KEY: OTHER, PRODUCTION_API_KEY_PREVIOUS: SAME, DEMO_API_KEY: SAME }, 'PRODUCTION_API_KEY_PREVIOUS, DEMO_API_KEY: each environment needs its own key'],
+    [{ PRODUCTION_API_KEY: OTHER, DEMO_API_KEY: SAME, DEMO_API_KEY_PREVIOUS: OTHER }, 'PRODUCTION_API_KEY, DEMO_API_KEY_PREVIOUS: each environment needs its own key'],
+    [{ PRODUCTION_API_KEY: OTHER, PRODUCTION_API_KEY_PREVIOUS: SAME, DEMO_API_KEY: THIRD, DEMO_API_KEY_PREVIOUS: SAME }, 'PRODUCTION_API_KEY_PREVIOUS, DEMO_API_KEY_PREVIOUS: each environment needs its own key'],
+    [{ DEMO_API_KEY_PREVIOUS: SAME }, 'DEMO_API_KEY_PREVIOUS: set only during a rotation, beside the new DEMO_API_KEY (which is unset)'],
   ])('%j stops the boot naming the variable', (env, message) => {
     expect(() => parseConfig(env)).toThrow(ConfigError);
     expect(() => parseConfig(env)).toThrow(message);

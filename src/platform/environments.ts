@@ -3,6 +3,7 @@
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { ENVIRONMENTS, type Config, type EnvironmentConfig, type EnvironmentName } from '../config.js';
+import { ApiKeys } from './auth/api-key.js';
 import { AUTH_CHANNEL, SessionCache } from './auth/session-cache.js';
 import { ChangeCache } from './cache/change-cache.js';
 import { migrate } from './db/migrate.js';
@@ -15,6 +16,8 @@ export interface Environment {
   readonly name: EnvironmentName;
   readonly config: EnvironmentConfig;
   readonly db: Db;
+  /** The bot's key (and during a rotation the previous one), with the previous key's uses counted. */
+  readonly apiKeys: ApiKeys;
   /** Resolved sessions, cleared through database notifications (see session-cache.ts). */
   readonly sessions: SessionCache;
   /** Bot queues known to have nothing to hand out, and until when (see queue/idle.ts). */
@@ -105,6 +108,7 @@ export class Environments {
   private readonly ready = new Map<EnvironmentName, Environment>();
   private readonly hosts = new Map<string, EnvironmentName>();
   private readonly retries = new Set<NodeJS.Timeout>();
+  private readonly keys: Record<EnvironmentName, ApiKeys>;
   private closed = false;
   private realtimeHandler: ((environment: EnvironmentName, db: Db, payload: string) => void) | undefined;
 
@@ -118,6 +122,8 @@ export class Environments {
     private readonly options: Required<OpenEnvironmentsOptions>,
   ) {
     for (const name of ENVIRONMENTS) for (const host of config.environments[name].hosts) this.hosts.set(host, name);
+    // Held here rather than per opened database: the counts outlive an outage of the environment.
+    this.keys = { production: new ApiKeys(config.environments.production, options.log), demo: new ApiKeys(config.environments.demo, options.log) };
   }
 
   /**
@@ -145,6 +151,14 @@ export class Environments {
   resolveHost(host: string | undefined): EnvironmentName | undefined {
     const name = normaliseHost(host);
     return name === undefined ? undefined : this.hosts.get(name);
+  }
+
+  /**
+   * An environment's API keys, open or not. `apiKeys(name).previousKeyUses` is the number of
+   * requests this instance authenticated with `<ENV>_API_KEY_PREVIOUS` (what a metric reports).
+   */
+  apiKeys(name: EnvironmentName): ApiKeys {
+    return this.keys[name];
   }
 
   /** The open environment, or undefined while its database is unavailable. */
@@ -209,6 +223,7 @@ export class Environments {
       name,
       config: envConfig,
       db: clearingOnCommit(db, () => idleQueues.clear()),
+      apiKeys: this.keys[name],
       sessions,
       idleQueues,
       staleTimeoutMs: this.config.queueStaleTimeoutMs,

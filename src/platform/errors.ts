@@ -56,6 +56,7 @@ export const errors = {
   payloadTooLarge: () => new AppError(413, 'Request body is larger than 1 MiB', 'PAYLOAD_TOO_LARGE'),
   unsupportedMediaType: (type: string) => new AppError(415, `Unsupported Media Type: ${type}`, 'UNSUPPORTED_MEDIA_TYPE'),
   shuttingDown: () => new AppError(503, 'This instance is shutting down: retry on another', 'SHUTTING_DOWN'),
+  notReady: (what: string) => new AppError(503, `Not ready: ${what}`, 'NOT_READY'),
   environmentUnavailable: (name: string) =>
     new AppError(503, `Environment unavailable: ${name}`, 'ENVIRONMENT_UNAVAILABLE'),
   notConfigured: (integration: string) =>

@@ -47,6 +47,8 @@ export interface TestAppOptions {
   extend?: (api: FastifyInstance) => void | Promise<void>;
   /** The app's logger (silent by default). */
   logger?: Logger;
+  /** The environments' logger (silent by default): what they log themselves (outages, the previous key). */
+  environmentLogger?: Logger;
   /** Where live training events go (a recording one in the training tests). */
   broadcaster?: Broadcaster;
 }
@@ -55,7 +57,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   const config = testConfig(options.env);
   const databases: Partial<Record<EnvironmentName, TestDatabase>> = {};
   const environments = await Environments.open(config, {
-    log: silentLog,
+    log: options.environmentLogger ?? silentLog,
     retryMs: 100,
     onOpen: seedDemoOnFirstStart,
     openDb: async (env) => {

@@ -3,7 +3,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { AgentRow } from '../auth/agent-row.js';
-import { apiKeyMatches } from '../auth/api-key.js';
 import { adminRefusal, type AdminCapability } from '../auth/guards.js';
 import { hasPermission, type Permission } from '../auth/permissions.js';
 import { findSessionAgent, hashToken, SESSION_COOKIE, type SessionAgent } from '../auth/sessions.js';
@@ -98,7 +97,8 @@ async function authenticate(request: FastifyRequest, allowedOrigins: ReadonlySet
   if (auth === undefined || auth === 'none') return;
   const header = request.headers.authorization;
   if (header !== undefined) {
-    if (!apiKeyMatches(header, request.environment.config.apiKey)) throw errors.unauthorized('Invalid API key');
+    // The current key or, during a rotation, the previous one: the same principal either way.
+    if (!request.environment.apiKeys.matches(header)) throw errors.unauthorized('Invalid API key');
     if (auth === 'session') throw errors.sessionRequired();
     // The key holds every permission on the routes that accept it (DESIGN.md): config.permission
     // constrains sessions only.
