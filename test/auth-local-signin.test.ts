@@ -121,17 +121,17 @@ describe('a local sign-in session is an OAuth session', () => {
       ['GET', '/admin/audit?limit=1', undefined, 403, 'NOT_ADMIN'],
       ['GET', '/audit?limit=1', undefined, 403, 'INSUFFICIENT_CLEARANCE'],
     ];
-    const agentCookies = [await oauthCookie(2), await localCookie(AGENT)];
-    const directorCookies = [await oauthCookie(0), await localCookie(DIRECTOR)];
+    const agentCookies = [await oauthCookie(2), await localCookie(AGENT)] as const;
+    const directorCookies = [await oauthCookie(0), await localCookie(DIRECTOR)] as const;
     for (const [method, url, payload, status, code] of probes) {
-      const [viaOAuth, viaLocal] = await Promise.all(agentCookies.map((c) => as(c, method, url, payload)));
+      const [viaOAuth, viaLocal] = await Promise.all([as(agentCookies[0], method, url, payload), as(agentCookies[1], method, url, payload)]);
       expect(viaLocal.statusCode, `${method} ${url}`).toBe(status);
       if (code) expect(viaLocal.json().code).toBe(code);
       expect(viaLocal.statusCode).toBe(viaOAuth.statusCode);
       expect(viaLocal.json()).toEqual(viaOAuth.json());
       if (method !== 'GET') continue;
       // The Director (clearance 5, supervisor rank, admin) may read every one of them, both ways.
-      const [directorOAuth, directorLocal] = await Promise.all(directorCookies.map((c) => as(c, 'GET', url)));
+      const [directorOAuth, directorLocal] = await Promise.all([as(directorCookies[0], 'GET', url), as(directorCookies[1], 'GET', url)]);
       expect(directorLocal.statusCode, `director ${url}`).toBe(200);
       expect(directorOAuth.statusCode).toBe(200);
     }
