@@ -17,6 +17,7 @@ import { BODY_LIMIT, refuseDuplicateHost, refuseOversizedBody, requestContextPlu
 import { validatorCompiler } from './platform/http/validation.js';
 import { utilitiesRoutes } from './utilities/routes.js';
 import { oauthRoutes } from './auth/oauth-routes.js';
+import { localSignInRoutes } from './auth/local-routes.js';
 import { demoRoutes } from './demo/routes.js';
 import { agentsRoutes } from './agents/routes.js';
 import { reportsRoutes } from './reports/routes.js';
@@ -181,6 +182,8 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
 
     await api.register(utilitiesRoutes);
     await api.register(oauthRoutes, { config });
+    // DEMO_LOCAL_SIGNIN off: the routes do not exist (404 as any unknown route).
+    if (config.demoLocalSignin) await api.register(localSignInRoutes, { config });
     await api.register(agentsRoutes);
     await api.register(reportsRoutes);
     await api.register(reportActionRoutes);

@@ -43,6 +43,8 @@ export interface Config {
   trainingOrigins: string[];
   dashboardLoginUrl: string | undefined;
   demoAllowedChatIds: string[];
+  /** DEMO_LOCAL_SIGNIN: the local sign-in page as a fictional agent, demo environment only (src/auth/local-routes.ts). */
+  demoLocalSignin: boolean;
   gameRelayUrls: string[];
   gameServerKey: string | undefined;
   /** Per-attempt timeout of one relay call (GAME_RELAY_TIMEOUT_SECONDS, default 2). */
@@ -137,6 +139,7 @@ export function parseConfig(env: Env): Config {
     trainingOrigins: read('TRAINING_ORIGINS', [], (v) => parseList(v, parseOrigin)),
     dashboardLoginUrl: read('DASHBOARD_LOGIN_URL', dashboardOrigins[0] && `${dashboardOrigins[0]}/login`, parseHttpUrl),
     demoAllowedChatIds: read('DEMO_ALLOWED_CHAT_IDS', [], (v) => parseList(v, parseChatId)),
+    demoLocalSignin: read('DEMO_LOCAL_SIGNIN', false, parseBoolean),
     gameRelayUrls: read('GAME_RELAY_URLS', [], (v) => parseList(v, parseHttpUrl)),
     gameServerKey: str('GAME_SERVER_KEY'),
     gameRelayTimeoutMs: read('GAME_RELAY_TIMEOUT_SECONDS', 2, parseSeconds) * 1000,
@@ -151,6 +154,10 @@ export function parseConfig(env: Env): Config {
   // Node refuses a headers timeout longer than the request timeout (the headers are part of it).
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
     problems.push('HEADERS_TIMEOUT_SECONDS, REQUEST_TIMEOUT_SECONDS: the headers timeout may not exceed the request timeout');
+  }
+  // The local sign-in writes sessions into the demo database: never let that be production's.
+  if (config.demoLocalSignin && demo.databaseUrl !== undefined && demo.databaseUrl === production.databaseUrl) {
+    problems.push('DEMO_LOCAL_SIGNIN, DEMO_DATABASE_URL: the local sign-in needs a demo database of its own, not the production one');
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
@@ -262,6 +269,11 @@ function apiKeyProblems(environments: Record<EnvironmentName, EnvironmentConfig>
 function parseChatId(raw: string): string {
   if (!/^\d{1,20}$/.test(raw)) throw new Error(`"${raw}" is not a chat id (digits only)`);
   return raw;
+}
+
+function parseBoolean(raw: string): boolean {
+  if (raw !== 'true' && raw !== 'false') throw new Error('expected true or false');
+  return raw === 'true';
 }
 
 function parseTrustProxy(raw: string): Config['trustProxy'] {

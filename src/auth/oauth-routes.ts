@@ -7,13 +7,14 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { findAgent, SIGN_IN_STATUSES, type AgentRow } from '../agents/queries.js';
 import type { Config } from '../config.js';
-import { createSession, destroySession, hashToken, SESSION_COOKIE, SESSION_TTL_SECONDS, tokenEnvironment } from '../platform/auth/sessions.js';
+import { hashToken, tokenEnvironment } from '../platform/auth/sessions.js';
 import type { Environment } from '../platform/environments.js';
 import { errors } from '../platform/errors.js';
 import { errorResponses } from '../platform/http/schemas.js';
 import { ChatSignInError, demoAgentFor, exchangeCode, fetchChatUserId, type ChatFailureCode } from './chat-client.js';
 import { consumeOAuthState, insertOAuthState, OAUTH_STATE_TTL_SECONDS, type OAuthAttempt } from './oauth-queries.js';
 import { CallbackQuery, LoginQuery, PopupPage, RedirectResponse } from './oauth-schemas.js';
+import { allowedReturnTo, cookieBase, startSession } from './sign-in.js';
 
 export { demoAgentFor } from './chat-client.js';
 
@@ -44,8 +45,6 @@ export interface OAuthRoutesOptions {
 export const oauthRoutes: FastifyPluginAsyncTypebox<OAuthRoutesOptions> = async (app, { config }) => {
   const returnOrigins = new Set([...config.dashboardOrigins, ...config.trainingOrigins]);
   const homeOrigin = config.dashboardOrigins[0] ?? config.trainingOrigins[0];
-  const cookieBase = (request: FastifyRequest) =>
-    ({ httpOnly: true, sameSite: 'lax', secure: request.protocol === 'https' }) as const;
 
   app.get(
     '/auth/chat/login',
@@ -157,19 +156,6 @@ export const oauthRoutes: FastifyPluginAsyncTypebox<OAuthRoutesOptions> = async 
     return agent;
   }
 
-  /** Session fixation: whatever session this browser carried dies before the new one is issued. */
-  async function startSession(request: FastifyRequest, reply: FastifyReply, chatId: string): Promise<void> {
-    const { name, db, sessions } = request.environment;
-    const previous = request.cookies[SESSION_COOKIE];
-    const { token, replaced } = await db.transaction(async (tx) => {
-      const replaced = previous ? await destroySession(tx, previous) : undefined;
-      return { ...(await createSession(tx, name, chatId)), replaced };
-    });
-    // Other instances hear the deletion through the database; this one forgets it right away.
-    if (replaced) sessions.invalidate(replaced);
-    reply.setCookie(SESSION_COOKIE, token, { ...cookieBase(request), path: '/', maxAge: SESSION_TTL_SECONDS });
-  }
-
   function succeed(reply: FastifyReply, attempt: OAuthAttempt) {
     const returnOrigin = attempt.returnTo === null ? homeOrigin : new URL(attempt.returnTo).origin;
     if (attempt.popup && returnOrigin !== undefined) return popupPage(reply, { type: 'chat-auth', success: true }, returnOrigin);
@@ -190,19 +176,6 @@ export const oauthRoutes: FastifyPluginAsyncTypebox<OAuthRoutesOptions> = async 
     return reply.redirect(login.toString(), 302);
   }
 };
-
-/** return_to must be an http(s) URL on an allowed dashboard or training origin. */
-function allowedReturnTo(raw: string, origins: ReadonlySet<string>): string {
-  let url: URL | undefined;
-  try {
-    url = new URL(raw);
-  } catch {
-    url = undefined;
-  }
-  const ok = url !== undefined && (url.protocol === 'https:' || url.protocol === 'http:') && !url.username && !url.password && origins.has(url.origin);
-  if (!ok || url === undefined) throw errors.validation('querystring.return_to must be a URL on an allowed dashboard or training origin');
-  return url.toString();
-}
 
 /** JSON made safe inside <script>: no `</script>`, no HTML comment, no JS line separators. */
 function scriptValue(value: unknown): string {
