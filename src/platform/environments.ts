@@ -6,10 +6,12 @@ import { ENVIRONMENTS, type Config, type EnvironmentConfig, type EnvironmentName
 import { AUTH_CHANNEL, SessionCache } from './auth/session-cache.js';
 import { ChangeCache } from './cache/change-cache.js';
 import { migrate } from './db/migrate.js';
+import { observeDatabases, type DbObserver } from './db/observe.js';
 import { openPglite } from './db/pglite.js';
 import { openPostgres } from './db/postgres.js';
 import { DbError, type Db } from './db/types.js';
 import { fromDbError } from './errors.js';
+import type { Metrics } from './metrics.js';
 
 export interface Environment {
   readonly name: EnvironmentName;
@@ -60,6 +62,7 @@ function clearingOnCommit(db: Db, onCommit: () => void): Db {
     },
     listen: (channel, listener) => db.listen(channel, listener),
     resetStatements: () => db.resetStatements(),
+    poolStats: () => db.poolStats(),
     close: () => db.close(),
   };
 }
@@ -78,6 +81,8 @@ export interface OpenEnvironmentsOptions {
   openDb?: OpenDb;
   retryMs?: number;
   onOpen?: OnEnvironmentOpen;
+  /** Where the database series go (pools, transaction time, failures); observed only when enabled. */
+  metrics?: Metrics;
 }
 
 export function defaultOpenDb(config: Config, log: FastifyBaseLogger): OpenDb {
@@ -107,6 +112,7 @@ export class Environments {
   private readonly retries = new Set<NodeJS.Timeout>();
   private closed = false;
   private realtimeHandler: ((environment: EnvironmentName, db: Db, payload: string) => void) | undefined;
+  private readonly observer: DbObserver | undefined;
 
   /** Who hears the realtime notifications of every environment (the hub's fan-out). */
   onRealtime(handler: (environment: EnvironmentName, db: Db, payload: string) => void): void {
@@ -115,9 +121,14 @@ export class Environments {
 
   private constructor(
     private readonly config: Config,
-    private readonly options: Required<OpenEnvironmentsOptions>,
+    private readonly options: Required<Omit<OpenEnvironmentsOptions, 'metrics'>>,
+    metrics: Metrics | undefined,
   ) {
     for (const name of ENVIRONMENTS) for (const host of config.environments[name].hosts) this.hosts.set(host, name);
+    if (metrics) {
+      metrics.bindEnvironments(() => this.ready.values());
+      if (metrics.enabled) this.observer = observeDatabases(metrics, () => this.ready.values());
+    }
   }
 
   /**
@@ -131,7 +142,7 @@ export class Environments {
       retryMs: options.retryMs ?? 5000,
       log: options.log,
       onOpen: options.onOpen ?? (async () => undefined),
-    });
+    }, options.metrics);
     try {
       await Promise.all(ENVIRONMENTS.map((name) => envs.tryOpen(name)));
     } catch (err) {
@@ -208,7 +219,7 @@ export class Environments {
     this.ready.set(name, {
       name,
       config: envConfig,
-      db: clearingOnCommit(db, () => idleQueues.clear()),
+      db: clearingOnCommit(this.observer ? this.observer.observe(name, db) : db, () => idleQueues.clear()),
       sessions,
       idleQueues,
       staleTimeoutMs: this.config.queueStaleTimeoutMs,
