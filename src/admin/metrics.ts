@@ -31,7 +31,12 @@ where s.id`;
 
 type MetricsRow = Record<string, number> & { health_status: HealthStatus };
 
+/** The metrics this registered with: the health routes may be registered twice (the tests do), their series once. */
+const registered = new WeakSet<Metrics>();
+
 export function registerHealthMetrics(metrics: Metrics, realtime: (() => RealtimeStats) | undefined): void {
+  if (registered.has(metrics)) return;
+  registered.add(metrics);
   const items = metrics.gauge('cms_queue_items', `Items of the bot's queues by status, per environment (pending, processing, failed; each count stops at ${HEALTH_COUNT_CAP})`, ['environment', 'queue', 'status']);
   const status = metrics.gauge('cms_health_status', 'Overall status last recorded by GET /admin/health, per environment: 0 ok, 1 warn, 2 error', ['environment']);
   const changed = metrics.gauge('cms_health_status_changed_timestamp_seconds', 'When the recorded overall status last changed (Unix time), per environment', ['environment']);
