@@ -24,9 +24,10 @@ const TYPES = new Set(['counter', 'gauge', 'histogram', 'summary', 'untyped']);
 const SUFFIXES: Record<string, string[]> = { histogram: ['_bucket', '_sum', '_count'], summary: ['_sum', '_count'] };
 
 function number(raw: string, line: string): number {
-  if (raw === '+Inf') return Infinity;
-  if (raw === '-Inf') return -Infinity;
-  if (raw === 'NaN') return NaN;
+  // As Prometheus reads them (Go's ParseFloat): Inf and NaN in any case (prom-client writes "Nan").
+  if (/^[+]?inf$/i.test(raw)) return Infinity;
+  if (/^-inf$/i.test(raw)) return -Infinity;
+  if (/^nan$/i.test(raw)) return NaN;
   if (!/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(raw)) throw new Error(`not a number "${raw}" in: ${line}`);
   return Number(raw);
 }
