@@ -84,7 +84,7 @@ describe('the METRICS_PORT listener of the service process', () => {
     const service = await start({});
     expect(listeningPorts(service.child.pid!)).toEqual([service.port]);
     const res = await fetch(`${service.url}/metrics`);
-    expect([res.status, (await res.json()).code]).toEqual([404, 'NOT_FOUND']);
+    expect([res.status, ((await res.json()) as { code: string }).code]).toEqual([404, 'NOT_FOUND']);
     service.child.kill('SIGTERM');
     expect(await service.exited).toBe(0);
   });
