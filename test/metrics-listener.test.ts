@@ -76,11 +76,11 @@ describe('the METRICS_PORT listener of the service process', () => {
   async function start(extra: Record<string, string>): Promise<Service> {
     const service = startService({ ...env, PORT: String(await freePort()), ...extra });
     services.push(service);
-    await answering(service);
+    await answering(service, 150_000);
     return service;
   }
 
-  it('unset: one listener, PORT, and no /metrics on it', { timeout: 120_000 }, async () => {
+  it('unset: one listener, PORT, and no /metrics on it', { timeout: 300_000 }, async () => {
     const service = await start({});
     expect(listeningPorts(service.child.pid!)).toEqual([service.port]);
     const res = await fetch(`${service.url}/metrics`);
@@ -89,7 +89,7 @@ describe('the METRICS_PORT listener of the service process', () => {
     expect(await service.exited).toBe(0);
   });
 
-  it('set: PORT and METRICS_PORT, the second serving the requests made on the first; SIGTERM closes both, exit 0', { timeout: 120_000 }, async () => {
+  it('set: PORT and METRICS_PORT, the second serving the requests made on the first; SIGTERM closes both, exit 0', { timeout: 300_000 }, async () => {
     const metricsPort = await freePort();
     const service = await start({ METRICS_PORT: String(metricsPort) });
     await expect.poll(() => listeningPorts(service.child.pid!)).toEqual([service.port, metricsPort].sort((a, b) => a - b));
