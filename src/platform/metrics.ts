@@ -4,6 +4,10 @@
 //   - counter / gauge / histogram: get-or-create by name, then inc / set / observe as prom-client;
 //   - counterFrom: a count the module keeps anyway (a number that only grows), read at scrape time;
 //   - readDatabases: gauges read from each environment's database at scrape time, bounded.
+// From a route or plugin: `app.metrics` (or `request.server.metrics`); elsewhere, the instance
+// server.ts creates. Names start with `cms_`; a label `environment` where the figure is per environment:
+//   const uses = app.metrics.counter('cms_x_total', 'What it counts', ['environment']);
+//   uses.inc({ environment: request.environment.name });
 // Off (METRICS_PORT unset), the same calls work on a registry nobody scrapes: the costly parts
 // (per-request timing, the Db observer, the process's default metrics) are not installed at all.
 import { performance } from 'node:perf_hooks';
