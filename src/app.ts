@@ -10,6 +10,8 @@ import type { Config } from './config.js';
 import type { Environments } from './platform/environments.js';
 import { createClientErrorHandler, createErrorHandling, errorHandlerPlugin, MAX_PARAM_LENGTH, notFoundHandler } from './platform/http/error-handler.js';
 import { refuseUnstorableInput } from './platform/http/input-guard.js';
+import { requestMetricsPlugin } from './platform/http/request-metrics.js';
+import { Metrics } from './platform/metrics.js';
 import { errors } from './platform/errors.js';
 import { Readiness } from './platform/readiness.js';
 import { openApiPlugin } from './platform/http/openapi.js';
@@ -57,11 +59,13 @@ export interface BuildAppOptions {
   broadcaster?: Broadcaster;
   /** GET /ready's state; the process entry keeps it to flip it first thing on SIGTERM. */
   readiness?: Readiness;
+  /** The metrics the environments were opened with (server.ts); by default on when METRICS_PORT is set. */
+  metrics?: Metrics;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export async function buildApp({ config, environments, ownsEnvironments = true, logger, extraRoutes, broadcaster, readiness = new Readiness(environments) }: BuildAppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, environments, ownsEnvironments = true, logger, extraRoutes, broadcaster, readiness = new Readiness(environments), metrics = new Metrics(config.metricsPort !== undefined) }: BuildAppOptions): Promise<FastifyInstance> {
   const log = logger ?? pino({ level: config.logLevel });
   // Fastify's per-request logging (a child logger and response listeners on every request) is
   // the largest cost of a light request: it is switched on only when its lines would be written
@@ -103,6 +107,8 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
   // hand a string to routes that expect an object.
   app.removeContentTypeParser('text/plain');
   await app.register(errorHandlerPlugin, { handling: errorHandling });
+  app.decorate('metrics', metrics);
+  if (metrics.enabled) await app.register(requestMetricsPlugin, { metrics });
   app.addHook('onRequest', refuseDuplicateHost);
   // Requests still arriving on kept-alive connections once close() began: 503, connection closed.
   // GET /ready answers them itself: 503 with what each environment is (shutting down).

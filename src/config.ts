@@ -32,6 +32,8 @@ export interface ChatOAuthConfig {
 export interface Config {
   port: number;
   host: string;
+  /** METRICS_PORT: a second listener on `host` serving only GET /metrics; undefined: no metrics. */
+  metricsPort: number | undefined;
   serviceName: string;
   dataDir: string;
   logLevel: string;
@@ -128,6 +130,7 @@ export function parseConfig(env: Env): Config {
   const config: Config = {
     port: read('PORT', 3000, parsePort),
     host: str('HOST') ?? '127.0.0.1',
+    metricsPort: read('METRICS_PORT', undefined, parsePort),
     serviceName: str('SERVICE_NAME') ?? 'Case Management Service',
     dataDir: str('DATA_DIR') ?? './data',
     logLevel: read('LOG_LEVEL', 'info', (v) => oneOf(v.toLowerCase(), LOG_LEVELS)),
@@ -158,6 +161,10 @@ export function parseConfig(env: Env): Config {
   // The local sign-in writes sessions into the demo database: never let that be production's.
   if (config.demoLocalSignin && demo.databaseUrl !== undefined && demo.databaseUrl === production.databaseUrl) {
     problems.push('DEMO_LOCAL_SIGNIN, DEMO_DATABASE_URL: the local sign-in needs a demo database of its own, not the production one');
+  }
+  // Port 0 asks for an ephemeral port, so only two fixed ports can collide.
+  if (config.metricsPort !== undefined && config.metricsPort !== 0 && config.metricsPort === config.port) {
+    problems.push('METRICS_PORT, PORT: metrics need a port of their own, never the public one');
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

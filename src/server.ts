@@ -6,8 +6,10 @@ import { buildApp } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { seedDemoOnFirstStart } from './demo/seed.js';
 import { Environments } from './platform/environments.js';
+import { listenMetrics } from './platform/http/metrics-server.js';
 import { collectGarbageOnce } from './platform/memory.js';
 import { Readiness } from './platform/readiness.js';
+import { Metrics } from './platform/metrics.js';
 
 function readConfig(): Config {
   try {
@@ -23,10 +25,12 @@ function readConfig(): Config {
 
 const config = readConfig();
 const log = pino({ level: config.logLevel });
+// Off unless METRICS_PORT is set; then served by a listener of its own, never the public port.
+const metrics = new Metrics(config.metricsPort !== undefined);
 
 let environments: Environments;
 try {
-  environments = await Environments.open(config, { log, onOpen: seedDemoOnFirstStart });
+  environments = await Environments.open(config, { log, onOpen: seedDemoOnFirstStart, metrics });
 } catch (err) {
   log.fatal({ err }, (err as Error).message);
   process.exit(1);
@@ -35,7 +39,8 @@ try {
 if (Object.values(config.environments).some((env) => !env.databaseUrl)) collectGarbageOnce();
 
 const readiness = new Readiness(environments);
-const app = await buildApp({ config, environments, logger: log, readiness });
+const app = await buildApp({ config, environments, logger: log, readiness, metrics });
+let metricsServer: Awaited<ReturnType<typeof listenMetrics>> | undefined;
 
 // In-flight requests get SHUTDOWN_GRACE_SECONDS to finish; then the connections still open are cut
 // (and counted in the log) and the shutdown carries on, closing the databases, to exit 0. Only if
@@ -54,10 +59,12 @@ closeWithGrace({ delay: CLOSE_DEADLINE_MS, logger: log }, async ({ signal, err }
     });
   }, config.shutdownGraceMs);
   try {
-    await app.close();
+    // The scrape listener closes with the API: nothing is left listening once the process exits.
+    await Promise.all([app.close(), metricsServer?.close()]);
   } finally {
     clearTimeout(grace);
   }
 });
 
 await app.listen({ port: config.port, host: config.host });
+if (config.metricsPort !== undefined) metricsServer = await listenMetrics(metrics, { host: config.host, port: config.metricsPort, log });

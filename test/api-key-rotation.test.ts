@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { PREVIOUS_KEY_LOG_INTERVAL_MS } from '../src/platform/auth/api-key.js';
 import { createTestApp, DEMO_KEY, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
+import { createMetricsTestApp, scrape, value, type MetricsTestApp } from './helpers/metrics.js';
 import { reportCrudHelpers, type Row } from './helpers/reports.js';
 
 const PRODUCTION_PREVIOUS = 'test-production-key-previous-0123';
@@ -169,5 +170,28 @@ describe('uses of the previous key', () => {
     expect(t.environments.apiKeys('demo').previousKeyUses).toBe(1);
     expect(t.environments.get('production')!.apiKeys).toBe(t.environments.apiKeys('production'));
     expect(JSON.stringify(log.lines)).not.toContain(PRODUCTION_PREVIOUS);
+  });
+});
+
+describe('the previous key in the metrics', () => {
+  let t: MetricsTestApp;
+  beforeAll(async () => {
+    t = await createMetricsTestApp({ env: ROTATING });
+  });
+  afterAll(() => t.close());
+
+  it('counts each environment\'s previous-key requests in cms_api_key_previous_uses_total, and nothing else', async () => {
+    const before = await scrape(t.metricsUrl);
+    expect(value(before, 'cms_api_key_previous_uses_total', { environment: 'production' })).toBe(0);
+    expect(value(before, 'cms_api_key_previous_uses_total', { environment: 'demo' })).toBe(0);
+    for (const authorization of [PRODUCTION_PREVIOUS, PRODUCTION_PREVIOUS, PRODUCTION_KEY, 'not-a-key-of-this-service']) {
+      await t.app.inject({ method: 'GET', url: '/agents', headers: { authorization } });
+    }
+    const demo = await t.app.inject({ method: 'GET', url: '/agents', headers: { authorization: DEMO_PREVIOUS, host: DEMO_HOST } });
+    expect(demo.statusCode).toBe(200);
+    const after = await scrape(t.metricsUrl);
+    expect(value(after, 'cms_api_key_previous_uses_total', { environment: 'production' })).toBe(2);
+    expect(value(after, 'cms_api_key_previous_uses_total', { environment: 'demo' })).toBe(1);
+    expect(t.environments.apiKeys('production').previousKeyUses).toBe(2);
   });
 });

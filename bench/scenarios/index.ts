@@ -5,6 +5,7 @@ import { reportCreate } from './report-create.js';
 import { reportsAtScale } from './reports-at-scale.js';
 import { embeddedStartup } from './embedded-startup.js';
 import { gameLookup } from './game-lookup.js';
+import { metricsOverhead } from './metrics-overhead.js';
 import { generateCase } from './generate-case.js';
 import { queueDrain } from './queue-drain.js';
 import { queuePoll } from './queue-poll.js';
@@ -14,4 +15,4 @@ import { soakScenario } from './soak.js';
 import { trainingClassroom } from './training-classroom.js';
 
 /** Run order; a new scenario is one file in this folder plus one entry here. */
-export const scenarios: Scenario[] = [root, generateCase, authMe, embeddedStartup, reportCreate, reportsAtScale, queuePoll, queueDrain, adminHealth, gameLookup, trainingClassroom, realtimeFanout, soakScenario];
+export const scenarios: Scenario[] = [root, generateCase, authMe, metricsOverhead, embeddedStartup, reportCreate, reportsAtScale, queuePoll, queueDrain, adminHealth, gameLookup, trainingClassroom, realtimeFanout, soakScenario];

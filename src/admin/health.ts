@@ -29,6 +29,7 @@ import {
 } from './health-checks.js';
 import { ADMIN_EVENT_TYPES, boundStatements, readHealth, recordHealth, type HealthIncident, type HealthReading } from './health-queries.js';
 import { HealthResult, type HealthSections } from './health-schemas.js';
+import { registerHealthMetrics } from './metrics.js';
 
 export interface AdminHealthOptions {
   /** The service's config, for what is not per environment (chat-platform sign-in). */
@@ -135,6 +136,7 @@ function answer(checkedAt: string, sections: HealthSections, incidents: HealthIn
 export const adminHealthRoutes: FastifyPluginAsyncTypebox<AdminHealthOptions> = async (app, options) => {
   const migrationsExpected = loadMigrations().at(-1)?.version ?? 0;
   const oauthConfigured = options.config === undefined ? null : options.config.chatOAuth !== undefined;
+  registerHealthMetrics(app.metrics, options.realtime);
   // One computation in flight per environment on this instance: a request that arrives while one
   // runs gets its answer, read after the request arrived or at most one computation earlier. A
   // dashboard full of admins polling costs the database one computation at a time, and while the

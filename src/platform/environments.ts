@@ -7,10 +7,12 @@ import { ApiKeys } from './auth/api-key.js';
 import { AUTH_CHANNEL, SessionCache } from './auth/session-cache.js';
 import { ChangeCache } from './cache/change-cache.js';
 import { migrate } from './db/migrate.js';
+import { observeDatabases, type DbObserver } from './db/observe.js';
 import { openPglite } from './db/pglite.js';
 import { openPostgres } from './db/postgres.js';
 import { DbError, type Db } from './db/types.js';
 import { fromDbError } from './errors.js';
+import type { Metrics } from './metrics.js';
 
 export interface Environment {
   readonly name: EnvironmentName;
@@ -63,6 +65,7 @@ function clearingOnCommit(db: Db, onCommit: () => void): Db {
     },
     listen: (channel, listener) => db.listen(channel, listener),
     resetStatements: () => db.resetStatements(),
+    poolStats: () => db.poolStats(),
     close: () => db.close(),
   };
 }
@@ -81,6 +84,8 @@ export interface OpenEnvironmentsOptions {
   openDb?: OpenDb;
   retryMs?: number;
   onOpen?: OnEnvironmentOpen;
+  /** Where the database series go (pools, transaction time, failures); observed only when enabled. */
+  metrics?: Metrics;
 }
 
 export function defaultOpenDb(config: Config, log: FastifyBaseLogger): OpenDb {
@@ -111,6 +116,7 @@ export class Environments {
   private readonly keys: Record<EnvironmentName, ApiKeys>;
   private closed = false;
   private realtimeHandler: ((environment: EnvironmentName, db: Db, payload: string) => void) | undefined;
+  private readonly observer: DbObserver | undefined;
 
   /** Who hears the realtime notifications of every environment (the hub's fan-out). */
   onRealtime(handler: (environment: EnvironmentName, db: Db, payload: string) => void): void {
@@ -119,11 +125,22 @@ export class Environments {
 
   private constructor(
     private readonly config: Config,
-    private readonly options: Required<OpenEnvironmentsOptions>,
+    private readonly options: Required<Omit<OpenEnvironmentsOptions, 'metrics'>>,
+    metrics: Metrics | undefined,
   ) {
     for (const name of ENVIRONMENTS) for (const host of config.environments[name].hosts) this.hosts.set(host, name);
     // Held here rather than per opened database: the counts outlive an outage of the environment.
     this.keys = { production: new ApiKeys(config.environments.production, options.log), demo: new ApiKeys(config.environments.demo, options.log) };
+    if (metrics) {
+      metrics.bindEnvironments(() => this.ready.values());
+      metrics.counterFrom(
+        'cms_api_key_previous_uses_total',
+        'Requests this instance authenticated with <ENV>_API_KEY_PREVIOUS, per environment (a key rotation is over when it stops growing)',
+        () => ENVIRONMENTS.map((environment) => ({ labels: { environment }, value: this.keys[environment].previousKeyUses })),
+        ['environment'],
+      );
+      if (metrics.enabled) this.observer = observeDatabases(metrics, () => this.ready.values());
+    }
   }
 
   /**
@@ -137,7 +154,7 @@ export class Environments {
       retryMs: options.retryMs ?? 5000,
       log: options.log,
       onOpen: options.onOpen ?? (async () => undefined),
-    });
+    }, options.metrics);
     try {
       await Promise.all(ENVIRONMENTS.map((name) => envs.tryOpen(name)));
     } catch (err) {
@@ -222,7 +239,7 @@ export class Environments {
     this.ready.set(name, {
       name,
       config: envConfig,
-      db: clearingOnCommit(db, () => idleQueues.clear()),
+      db: clearingOnCommit(this.observer ? this.observer.observe(name, db) : db, () => idleQueues.clear()),
       apiKeys: this.keys[name],
       sessions,
       idleQueues,

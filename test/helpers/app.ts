@@ -7,6 +7,7 @@ import { seedDemoOnFirstStart } from '../../src/demo/seed.js';
 import { AUTH_CHANNEL } from '../../src/platform/auth/session-cache.js';
 import type { Db } from '../../src/platform/db/types.js';
 import { Environments, QUEUE_CHANNEL, type OpenDb } from '../../src/platform/environments.js';
+import { Metrics } from '../../src/platform/metrics.js';
 import type { Broadcaster } from '../../src/training/broadcaster.js';
 import { createTestDatabase, type TestDatabase } from './stores.js';
 
@@ -34,6 +35,8 @@ export interface TestApp {
   config: Config;
   environments: Environments;
   db: Record<EnvironmentName, Db>;
+  /** The app's metrics, on when the env sets METRICS_PORT (as server.ts decides). */
+  metrics: Metrics;
   /** Connection URLs of the databases (PostgreSQL only). */
   urls: Partial<Record<EnvironmentName, string>>;
   close(): Promise<void>;
@@ -56,8 +59,10 @@ export interface TestAppOptions {
 export async function createTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const config = testConfig(options.env);
   const databases: Partial<Record<EnvironmentName, TestDatabase>> = {};
+  const metrics = new Metrics(config.metricsPort !== undefined);
   const environments = await Environments.open(config, {
     log: options.environmentLogger ?? silentLog,
+    metrics,
     retryMs: 100,
     onOpen: seedDemoOnFirstStart,
     openDb: async (env) => {
@@ -67,13 +72,14 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
       return databases[env.name]!.db;
     },
   });
-  const app = await buildApp({ config, environments, ownsEnvironments: false, logger: options.logger ?? silentLog, extraRoutes: options.extend, broadcaster: options.broadcaster });
+  const app = await buildApp({ config, environments, ownsEnvironments: false, logger: options.logger ?? silentLog, extraRoutes: options.extend, broadcaster: options.broadcaster, metrics });
   await app.ready();
   return {
     app,
     config,
     environments,
     db: { production: databases.production?.db, demo: databases.demo?.db } as Record<EnvironmentName, Db>,
+    metrics,
     urls: { production: databases.production?.url, demo: databases.demo?.url },
     async close() {
       await app.close();

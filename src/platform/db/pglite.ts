@@ -55,27 +55,41 @@ export async function openPglite(options: PgliteOptions = {}): Promise<Db & { du
     }
   };
 
+  // PGlite is one connection that runs one call at a time: the pool the metrics see is of size 1,
+  // busy while any call is in flight, and the calls beyond the first wait for it.
+  let active = 0;
+  const inFlight = async <T>(call: Promise<T>): Promise<T> => {
+    active++;
+    try {
+      return await call;
+    } finally {
+      active--;
+    }
+  };
+
   const db: Db & { dump(): Promise<Blob> } = {
     kind: 'pglite',
     // QueryOptions.name is not used here: PGlite has no per-connection statement cache to fill.
     async query<R>(text: string, values?: readonly unknown[]) {
       assertOutsideTransaction(db);
-      return (await run(pg, text, values)) as QueryResult<R>;
+      return (await inFlight(run(pg, text, values))) as QueryResult<R>;
     },
     async exec(sql) {
       assertOutsideTransaction(db);
-      await execOn(pg, sql);
+      await inFlight(execOn(pg, sql));
     },
     async transaction(fn) {
       assertOutsideTransaction(db);
-      return pg.transaction(async (ptx) => {
-        const { tx, end } = createTx((text, values) => run(ptx, text, values), (sql) => execOn(ptx, sql));
-        try {
-          return await runInTransactionScope(db, () => fn(tx));
-        } finally {
-          end();
-        }
-      });
+      return inFlight(
+        pg.transaction(async (ptx) => {
+          const { tx, end } = createTx((text, values) => run(ptx, text, values), (sql) => execOn(ptx, sql));
+          try {
+            return await runInTransactionScope(db, () => fn(tx));
+          } finally {
+            end();
+          }
+        }),
+      );
     },
     async listen(channel, listener) {
       // One process, one session: notifications arrive before the committing call returns.
@@ -85,6 +99,7 @@ export async function openPglite(options: PgliteOptions = {}): Promise<Db & { du
     },
     // Every query is parsed unnamed (see query above): no prepared statement outlives its call.
     resetStatements: () => undefined,
+    poolStats: () => ({ size: 1, idle: active === 0 ? 1 : 0, waiting: Math.max(0, active - 1) }),
     async close() {
       try {
         if (!pg.closed) await pg.close();

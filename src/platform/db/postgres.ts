@@ -167,6 +167,8 @@ export function openPostgres(options: PostgresOptions): Db {
     resetStatements: () => {
       generation++;
     },
+    // Waiting: for a turn (the changes first, see Turns) and, past it, for pg's own checkout.
+    poolStats: () => ({ size: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount + turns.waiting.changes + turns.waiting.reads }),
     close: () => (closing ??= Promise.all([listener.close(), pool.end()]).then(() => undefined)),
   };
   return db;

@@ -44,6 +44,16 @@ export interface Listener {
   onLost?(): void;
 }
 
+/** The connections behind a Db, for the metrics (pg Pool's counts; PGlite is one connection). */
+export interface PoolStats {
+  /** Connections open. */
+  size: number;
+  /** Open and not in use. */
+  idle: number;
+  /** Calls waiting for a connection. */
+  waiting: number;
+}
+
 export interface Db extends Queryable {
   readonly kind: StoreKind;
   /**
@@ -60,6 +70,7 @@ export interface Db extends Queryable {
    * prepares no named statements: nothing to forget.
    */
   resetStatements(): void;
+  poolStats(): PoolStats;
   close(): Promise<void>;
 }
 

@@ -1,0 +1,163 @@
+// Prometheus metrics (issue 20), through prom-client: one registry per app, scraped only on the
+// METRICS_PORT listener (metrics-server.ts), never through the public port. Every module adds its
+// series here through this narrow interface and knows nothing of prom-client's registry:
+//   - counter / gauge / histogram: get-or-create by name, then inc / set / observe as prom-client;
+//   - counterFrom: a count the module keeps anyway (a number that only grows), read at scrape time;
+//   - readDatabases: gauges read from each environment's database at scrape time, bounded.
+// From a route or plugin: `app.metrics` (or `request.server.metrics`); elsewhere, the instance
+// server.ts creates. Names start with `cms_`; a label `environment` where the figure is per environment:
+//   const uses = app.metrics.counter('cms_x_total', 'What it counts', ['environment']);
+//   uses.inc({ environment: request.environment.name });
+// Off (METRICS_PORT unset), the same calls work on a registry nobody scrapes: the costly parts
+// (per-request timing, the Db observer, the process's default metrics) are not installed at all.
+import { performance } from 'node:perf_hooks';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
+import type { Queryable } from './db/types.js';
+
+/** One value of a gauge read from a database; the environment label is added by the caller. */
+export interface Sample {
+  gauge: Gauge<string>;
+  labels?: Record<string, string>;
+  value: number;
+}
+
+/** One value of a counter kept elsewhere, by its labels (`counterFrom`). */
+export interface LabelledCount<L extends string> {
+  labels: Partial<Record<L, string>>;
+  value: number;
+}
+
+/** What `readDatabases` reads: one environment's database, the values of its gauges. */
+export type DatabaseReader = (db: Queryable) => Promise<Sample[]>;
+
+interface EnvironmentDb {
+  readonly name: string;
+  readonly db: Queryable;
+}
+
+/** A database read that takes longer is left out of that scrape: Prometheus' own timeout is 10 s. */
+export const DATABASE_READ_DEADLINE_MS = 1_000;
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The app's metrics: routes and plugins add their series through it (see src/platform/metrics.ts). */
+    metrics: Metrics;
+  }
+}
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly readers: DatabaseReader[] = [];
+  /** Every gauge a reader ever set: reset before each scrape, so a value that was not read again is absent, not stale. */
+  private readonly readGauges = new Set<Gauge<string>>();
+  private environments: () => Iterable<EnvironmentDb> = () => [];
+  private readonly readFailures: Counter<'environment'>;
+
+  constructor(readonly enabled: boolean) {
+    // Event-loop lag, GC, heap, RSS, handles: prom-client's own names (process_*, nodejs_*).
+    if (enabled) collectDefaultMetrics({ register: this.registry });
+    this.readFailures = this.counter('cms_metrics_database_read_failures_total', 'Scrapes in which an environment\'s database did not answer within 1 s (its database-read series are absent from that scrape)', ['environment']);
+  }
+
+  counter<L extends string = never>(name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
+    return this.existing<Counter<L>>(name, Counter) ?? new Counter<L>({ name, help, labelNames, registers: [this.registry] });
+  }
+
+  /** `collect` runs at each scrape (in-memory figures: set the gauge from them there). */
+  gauge<L extends string = never>(name: string, help: string, labelNames: readonly L[] = [], collect?: (gauge: Gauge<L>) => void | Promise<void>): Gauge<L> {
+    const found = this.existing<Gauge<L>>(name, Gauge);
+    if (found) return found;
+    return new Gauge<L>({
+      name,
+      help,
+      labelNames,
+      registers: [this.registry],
+      ...(collect ? { collect(this: Gauge<L>) { return collect(this); } } : {}),
+    });
+  }
+
+  histogram<L extends string = never>(name: string, help: string, labelNames: readonly L[] = [], buckets?: number[]): Histogram<L> {
+    return this.existing<Histogram<L>>(name, Histogram) ?? new Histogram<L>({ name, help, labelNames, registers: [this.registry], ...(buckets ? { buckets } : {}) });
+  }
+
+  /**
+   * A counter whose value is a count kept elsewhere (it must only grow), read at each scrape: one
+   * number, or with `labelNames` one value per label set (`[{labels, value}]`).
+   */
+  counterFrom<L extends string = never>(name: string, help: string, read: () => number | readonly LabelledCount<L>[], labelNames: readonly L[] = []): void {
+    if (this.registry.getSingleMetric(name)) return;
+    const seen = new Map<string, number>();
+    new Counter<L>({
+      name,
+      help,
+      labelNames,
+      registers: [this.registry],
+      collect(this: Counter<L>) {
+        const now = read();
+        for (const { labels, value } of typeof now === 'number' ? [{ labels: {} as Partial<Record<L, string>>, value: now }] : now) {
+          const key = JSON.stringify(labels);
+          const before = seen.get(key);
+          // A label set is shown from its first scrape on, at 0 too (an absent series is no figure).
+          if (before === undefined || value > before) this.inc(labels, Math.max(0, value - (before ?? 0)));
+          seen.set(key, Math.max(before ?? 0, value));
+        }
+      },
+    });
+  }
+
+  /**
+   * Gauges read from every open environment's database at each scrape (the `environment` label is
+   * added to each sample). A read must be a few index probes, never a scan: it runs per scrape.
+   */
+  readDatabases(read: DatabaseReader): void {
+    this.readers.push(read);
+  }
+
+  /** Where readDatabases finds the open environments (Environments binds itself when it opens). */
+  bindEnvironments(list: () => Iterable<EnvironmentDb>): void {
+    this.environments = list;
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** The exposition text: database reads first (bounded), then every series' collect. */
+  async scrape(): Promise<string> {
+    if (this.readers.length > 0) await this.readAll();
+    return this.registry.metrics();
+  }
+
+  private async readAll(): Promise<void> {
+    const deadline = performance.now() + DATABASE_READ_DEADLINE_MS;
+    const results = await Promise.all(
+      [...this.environments()].map(async ({ name, db }) => {
+        const samples = await withinDeadline(Promise.all(this.readers.map((read) => read(db))), deadline - performance.now());
+        if (samples === undefined) this.readFailures.inc({ environment: name });
+        return samples === undefined ? [] : samples.flat().map((s) => ({ ...s, labels: { ...s.labels, environment: name } }));
+      }),
+    );
+    for (const gauge of this.readGauges) gauge.reset();
+    for (const { gauge, labels, value } of results.flat()) {
+      this.readGauges.add(gauge);
+      gauge.set(labels, value);
+    }
+  }
+
+  private existing<T extends Metric<string>>(name: string, kind: abstract new (...args: never[]) => Metric<string>): T | undefined {
+    const found = this.registry.getSingleMetric(name);
+    if (found && !(found instanceof kind)) throw new Error(`metric ${name} is already registered as another type`);
+    return found as T | undefined;
+  }
+}
+
+/** `work`'s result, or undefined when it fails or is not done in `ms` (it then finishes on its own, ignored). */
+async function withinDeadline<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), Math.max(0, ms))));
+  try {
+    return await Promise.race([work.catch(() => undefined), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
