@@ -4,9 +4,10 @@ import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { ENVIRONMENTS, type Config, type EnvironmentConfig, type EnvironmentName } from '../config.js';
 import { AUTH_CHANNEL, SessionCache } from './auth/session-cache.js';
+import { BackupScheduler, type BackupStatus } from './backup/scheduler.js';
 import { ChangeCache } from './cache/change-cache.js';
 import { migrate } from './db/migrate.js';
-import { openPglite } from './db/pglite.js';
+import { openPglite, type PgliteDb } from './db/pglite.js';
 import { openPostgres } from './db/postgres.js';
 import { DbError, type Db } from './db/types.js';
 import { fromDbError } from './errors.js';
@@ -27,6 +28,8 @@ export interface Environment {
    * POST /admin/schema/reload at once and on every instance hearing SCHEMA_RELOAD_CHANNEL.
    */
   reloadSchema(): void;
+  /** Its scheduled backups (BACKUP_DIR, embedded store only), updated in place; null when none. */
+  readonly backup: BackupStatus | null;
 }
 
 export const QUEUE_CHANNEL = 'cms_queue_changed';
@@ -107,6 +110,8 @@ export class Environments {
   private readonly retries = new Set<NodeJS.Timeout>();
   private closed = false;
   private realtimeHandler: ((environment: EnvironmentName, db: Db, payload: string) => void) | undefined;
+  /** The service's backups of its embedded environments; undefined without BACKUP_DIR. */
+  readonly backups: BackupScheduler | undefined;
 
   /** Who hears the realtime notifications of every environment (the hub's fan-out). */
   onRealtime(handler: (environment: EnvironmentName, db: Db, payload: string) => void): void {
@@ -118,6 +123,7 @@ export class Environments {
     private readonly options: Required<OpenEnvironmentsOptions>,
   ) {
     for (const name of ENVIRONMENTS) for (const host of config.environments[name].hosts) this.hosts.set(host, name);
+    this.backups = config.backup ? new BackupScheduler(config.backup, options.log) : undefined;
   }
 
   /**
@@ -156,6 +162,7 @@ export class Environments {
     this.closed = true;
     this.retries.forEach(clearTimeout);
     this.retries.clear();
+    await this.backups?.stop();
     const open = [...this.ready.values()];
     this.ready.clear();
     await Promise.all(open.map((env) => env.db.close()));
@@ -205,6 +212,9 @@ export class Environments {
       return;
     }
     if (this.closed) return void (await db.close());
+    let backup: BackupStatus | null = null;
+    if (this.backups && isPglite(db)) backup = this.backups.add(name, db);
+    else if (this.backups) this.options.log.warn({ environment: name }, 'BACKUP_DIR: this environment is on PostgreSQL and is not backed up by the service; use pg_dump or pg_basebackup (README, Operations)');
     this.ready.set(name, {
       name,
       config: envConfig,
@@ -213,6 +223,7 @@ export class Environments {
       idleQueues,
       staleTimeoutMs: this.config.queueStaleTimeoutMs,
       reloadSchema,
+      backup,
     });
     this.options.log.info({ environment: name, store: db.kind }, 'environment ready');
   }
@@ -229,6 +240,10 @@ export class Environments {
     timer.unref();
     this.retries.add(timer);
   }
+}
+
+function isPglite(db: Db): db is PgliteDb {
+  return db.kind === 'pglite' && typeof (db as Partial<PgliteDb>).snapshot === 'function';
 }
 
 /** Lowercase host name without port or trailing dot; IPv6 literals keep their brackets. */
