@@ -2,9 +2,11 @@
 // written), 2 usage error.
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { findAgent, insertAgent, updateAgent, type AgentRow } from './agents/queries.js';
+import { BACKUP_COMMANDS, BACKUP_USAGE } from './cli-backup.js';
+import { ENV_OPTION, parseEnvironment, parseOptions, UsageError } from './cli-options.js';
 import { ENVIRONMENTS, loadConfig, type Config, type EnvironmentName } from './config.js';
 import { resetDemo, type SeedCounts } from './demo/seed.js';
 import { recordAudit } from './platform/audit.js';
@@ -25,26 +27,7 @@ Commands:
       reset the demo database to its fictional organisation (deletes every demo record)
   import-scenarios <file> --env production|demo
       check a training scenario file whole, then create or update its scenarios by slug
-`;
-
-class UsageError extends Error {}
-
-type Options = NonNullable<ParseArgsConfig['options']>;
-const ENV_OPTION: Options = { env: { type: 'string' } };
-
-function parseOptions(args: string[], options: Options): Record<string, string | undefined> {
-  try {
-    return parseArgs({ args, options, allowPositionals: false, strict: true }).values as Record<string, string | undefined>;
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
-}
-
-function parseEnvironment(value: string | undefined): EnvironmentName {
-  if (value === undefined) throw new UsageError(`--env is required: one of ${ENVIRONMENTS.join(', ')}`);
-  if (!(ENVIRONMENTS as readonly string[]).includes(value)) throw new UsageError(`--env must be one of ${ENVIRONMENTS.join(', ')} (got "${value}")`);
-  return value as EnvironmentName;
-}
+${BACKUP_USAGE}`;
 
 async function withDb<T>(config: Config, name: EnvironmentName, fn: (db: Db) => Promise<T>): Promise<T> {
   const db = await defaultOpenDb(config, pino({ level: 'warn' }))(config.environments[name]);
@@ -126,9 +109,9 @@ function describeChanges({ before, after, allowlistChanged }: BootstrapResult): 
 async function bootstrapCommand(args: string[]): Promise<number> {
   const values = parseOptions(args, { ...ENV_OPTION, 'chat-id': { type: 'string' }, name: { type: 'string' } });
   const env = parseEnvironment(values.env);
-  const chatId = values['chat-id']?.trim();
+  const chatId = (values['chat-id'] as string | undefined)?.trim();
   if (chatId === undefined || !/^\d{1,20}$/.test(chatId)) throw new UsageError('--chat-id is required: 1 to 20 digits');
-  const name = values.name?.trim();
+  const name = (values.name as string | undefined)?.trim();
   if (name === undefined || name === '' || [...name].length > 100) throw new UsageError('--name is required: 1 to 100 characters');
 
   const config = loadConfig();
@@ -198,6 +181,7 @@ const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   migrate: migrateCommand,
   bootstrap: bootstrapCommand,
   'seed-demo': seedDemoCommand,
+  ...BACKUP_COMMANDS,
 };
 
 async function main(argv: string[]): Promise<number> {

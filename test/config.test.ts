@@ -132,6 +132,10 @@ describe('parseConfig', () => {
     [{ PRODUCTION_API_KEY: OTHER, DEMO_API_KEY: SAME, DEMO_API_KEY_PREVIOUS: OTHER }, 'PRODUCTION_API_KEY, DEMO_API_KEY_PREVIOUS: each environment needs its own key'],
     [{ PRODUCTION_API_KEY: OTHER, PRODUCTION_API_KEY_PREVIOUS: SAME, DEMO_API_KEY: THIRD, DEMO_API_KEY_PREVIOUS: SAME }, 'PRODUCTION_API_KEY_PREVIOUS, DEMO_API_KEY_PREVIOUS: each environment needs its own key'],
     [{ DEMO_API_KEY_PREVIOUS: SAME }, 'DEMO_API_KEY_PREVIOUS: set only during a rotation, beside the new DEMO_API_KEY (which is unset)'],
+    [{ BACKUP_DIR: '/b', BACKUP_INTERVAL_MINUTES: '0' }, 'BACKUP_INTERVAL_MINUTES: expected a number of minutes from 0.01 to 10080'],
+    [{ BACKUP_DIR: '/b', BACKUP_INTERVAL_MINUTES: 'hourly' }, 'BACKUP_INTERVAL_MINUTES: expected a number of minutes from 0.01 to 10080'],
+    [{ BACKUP_DIR: '/b', BACKUP_KEEP: '0' }, 'BACKUP_KEEP: expected a whole number from 1 to 1000'],
+    [{ BACKUP_KEEP: '3' }, 'BACKUP_KEEP: set without BACKUP_DIR'],
   ])('%j stops the boot naming the variable', (env, message) => {
     expect(() => parseConfig(env)).toThrow(ConfigError);
     expect(() => parseConfig(env)).toThrow(message);
@@ -146,6 +150,14 @@ describe('parseConfig', () => {
       }
     })();
     expect(err?.problems).toHaveLength(2);
+  });
+});
+
+describe('backups', () => {
+  it('are off without BACKUP_DIR; 60 minutes and 7 kept by default; fractions of a minute allowed', () => {
+    expect(parseConfig({}).backup).toBeUndefined();
+    expect(parseConfig({ BACKUP_DIR: '/var/backups/cms' }).backup).toEqual({ dir: '/var/backups/cms', intervalMs: 3_600_000, keep: 7 });
+    expect(parseConfig({ BACKUP_DIR: 'b', BACKUP_INTERVAL_MINUTES: '0.5', BACKUP_KEEP: '30' }).backup).toEqual({ dir: 'b', intervalMs: 30_000, keep: 30 });
   });
 });
 

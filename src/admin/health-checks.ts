@@ -2,6 +2,7 @@
 // functions of what was read: docs/operations.md ("Health") lists the same thresholds, section by
 // section; change both together.
 import type { HubStats } from '../realtime/hub.js';
+import type { BackupStatus } from '../platform/backup/scheduler.js';
 import type { StoreKind } from '../platform/db/types.js';
 import type { HealthReading } from './health-queries.js';
 import type { HealthSections, HealthStatus, SectionName } from './health-schemas.js';
@@ -71,6 +72,12 @@ function staleFinding(what: string, claimAgeS: number | null, staleAfterS: numbe
   return ['warn', `a ${what} has been processing for ${minutes(claimAgeS)}, past the stale timeout: no pickup has swept it back (is the bot polling?)`];
 }
 
+/** database: warn while the latest scheduled backup failed (the older good one is what there is). */
+function backupFinding(backup: BackupStatus | null): Finding {
+  if (backup?.lastErrorAt == null || (backup.lastGoodAt !== null && backup.lastGoodAt >= backup.lastErrorAt)) return null;
+  return ['warn', `the latest scheduled backup failed: ${backup.lastError} (last good one: ${backup.lastGoodAt?.toISOString() ?? 'none'})`];
+}
+
 export interface HealthInputs {
   /** Undefined when the database did not answer; `failure` says why. */
   reading: HealthReading | undefined;
@@ -87,6 +94,8 @@ export interface HealthInputs {
   /** This instance's hub and broadcasts; null where the app has none (tests of the section alone). */
   realtime: RealtimeStats | null;
   version: string;
+  /** This instance's scheduled backups of the environment; null when it takes none. */
+  backup: BackupStatus | null;
 }
 
 /** The hub's counts and the broadcasts that failed to send. */
@@ -111,6 +120,7 @@ export function judgeSections(input: HealthInputs): HealthSections {
           : ['warn', `database at migration ${applied}, ahead of this instance (${input.migrationsExpected}): an older instance is still running`]),
       input.roundTripMs !== null && input.roundTripMs >= DATABASE_ROUND_TRIP_WARN_MS &&
         ['warn', `round trip ${Math.round(input.roundTripMs)} ms (warn at ${DATABASE_ROUND_TRIP_WARN_MS} ms)`],
+      backupFinding(input.backup),
     ],
     {
       store: input.store,
@@ -119,6 +129,12 @@ export function judgeSections(input: HealthInputs): HealthSections {
       migrations_applied: applied,
       migrations_expected: input.migrationsExpected,
       migrations_current: r ? applied === input.migrationsExpected : null,
+      backup: input.backup && {
+        last_good_at: input.backup.lastGoodAt?.toISOString() ?? null,
+        last_error_at: input.backup.lastErrorAt?.toISOString() ?? null,
+        last_error: input.backup.lastError,
+        interval_s: input.backup.intervalMs / 1000,
+      },
     },
   );
 

@@ -40,6 +40,18 @@ export const DatabaseSection = section('The environment database: reachable in t
   migrations_applied: nullableInteger('Highest migration version recorded in the database'),
   migrations_expected: Type.Integer({ description: 'Highest migration file this instance ships' }),
   migrations_current: nullableBoolean('Applied and expected agree'),
+  backup: Type.Unsafe<{ last_good_at: string | null; last_error_at: string | null; last_error: string | null; interval_s: number } | null>({
+    type: ['object', 'null'],
+    description: 'The backups this instance writes of the embedded store (BACKUP_DIR): when the newest good one was taken, the latest failure, the schedule. Null when this instance does not back this environment up (no BACKUP_DIR, or PostgreSQL)',
+    properties: {
+      last_good_at: { type: ['string', 'null'], format: 'date-time' },
+      last_error_at: { type: ['string', 'null'], format: 'date-time' },
+      last_error: { type: ['string', 'null'] },
+      interval_s: { type: 'number' },
+    },
+    required: ['last_good_at', 'last_error_at', 'last_error', 'interval_s'],
+    additionalProperties: false,
+  }),
 });
 
 const REALTIME_FIELDS = ['connections', 'channels', 'delivered', 'refused_joins', 'dropped_frames', 'slow_skips', 'broadcast_failures'] as const;

@@ -86,6 +86,7 @@ async function checkHealth(ctx: HealthContext): Promise<HealthResult> {
       realtimeConfigured: Boolean(env.config.realtimeSigningSecret),
       realtime: ctx.realtime,
       version: VERSION,
+      backup: env.backup,
     });
   const record = (sections: HealthSections, readAt: string | null) => ({
     status: worstOf(Object.values(sections).map((s) => s.status)),

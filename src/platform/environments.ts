@@ -5,10 +5,11 @@ import type { FastifyBaseLogger } from 'fastify';
 import { ENVIRONMENTS, type Config, type EnvironmentConfig, type EnvironmentName } from '../config.js';
 import { ApiKeys } from './auth/api-key.js';
 import { AUTH_CHANNEL, SessionCache } from './auth/session-cache.js';
+import { BackupScheduler, type BackupStatus } from './backup/scheduler.js';
 import { ChangeCache } from './cache/change-cache.js';
 import { migrate } from './db/migrate.js';
 import { observeDatabases, type DbObserver } from './db/observe.js';
-import { openPglite } from './db/pglite.js';
+import { openPglite, type PgliteDb } from './db/pglite.js';
 import { openPostgres } from './db/postgres.js';
 import { DbError, type Db } from './db/types.js';
 import { fromDbError } from './errors.js';
@@ -32,6 +33,8 @@ export interface Environment {
    * POST /admin/schema/reload at once and on every instance hearing SCHEMA_RELOAD_CHANNEL.
    */
   reloadSchema(): void;
+  /** Its scheduled backups (BACKUP_DIR, embedded store only), updated in place; null when none. */
+  readonly backup: BackupStatus | null;
 }
 
 export const QUEUE_CHANNEL = 'cms_queue_changed';
@@ -117,6 +120,8 @@ export class Environments {
   private closed = false;
   private realtimeHandler: ((environment: EnvironmentName, db: Db, payload: string) => void) | undefined;
   private readonly observer: DbObserver | undefined;
+  /** The service's backups of its embedded environments; undefined without BACKUP_DIR. */
+  readonly backups: BackupScheduler | undefined;
 
   /** Who hears the realtime notifications of every environment (the hub's fan-out). */
   onRealtime(handler: (environment: EnvironmentName, db: Db, payload: string) => void): void {
@@ -141,6 +146,16 @@ export class Environments {
       );
       if (metrics.enabled) this.observer = observeDatabases(metrics, () => this.ready.values());
     }
+    this.backups = config.backup ? new BackupScheduler(config.backup, options.log) : undefined;
+    // An environment the service backs up has a series from the start (0 until the first good
+    // backup), so an alert on its age also fires when none has ever succeeded.
+    metrics?.gauge('cms_backup_last_success_timestamp_seconds', 'When this instance last wrote a good backup of the environment (Unix time; 0: none yet), per environment it backs up', ['environment'], (gauge) => {
+      gauge.reset();
+      for (const environment of ENVIRONMENTS) {
+        const status = this.backups?.status(environment);
+        if (status) gauge.set({ environment }, (status.lastGoodAt?.getTime() ?? 0) / 1000);
+      }
+    });
   }
 
   /**
@@ -187,6 +202,7 @@ export class Environments {
     this.closed = true;
     this.retries.forEach(clearTimeout);
     this.retries.clear();
+    await this.backups?.stop();
     const open = [...this.ready.values()];
     this.ready.clear();
     await Promise.all(open.map((env) => env.db.close()));
@@ -236,6 +252,9 @@ export class Environments {
       return;
     }
     if (this.closed) return void (await db.close());
+    let backup: BackupStatus | null = null;
+    if (this.backups && isPglite(db)) backup = this.backups.add(name, db);
+    else if (this.backups) this.options.log.warn({ environment: name }, 'BACKUP_DIR: this environment is on PostgreSQL and is not backed up by the service; use pg_dump or pg_basebackup (README, Operations)');
     this.ready.set(name, {
       name,
       config: envConfig,
@@ -245,6 +264,7 @@ export class Environments {
       idleQueues,
       staleTimeoutMs: this.config.queueStaleTimeoutMs,
       reloadSchema,
+      backup,
     });
     this.options.log.info({ environment: name, store: db.kind }, 'environment ready');
   }
@@ -261,6 +281,10 @@ export class Environments {
     timer.unref();
     this.retries.add(timer);
   }
+}
+
+function isPglite(db: Db): db is PgliteDb {
+  return db.kind === 'pglite' && typeof (db as Partial<PgliteDb>).snapshot === 'function';
 }
 
 /** Lowercase host name without port or trailing dot; IPv6 literals keep their brackets. */

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '../paths.js';
-import type { Db } from './types.js';
+import type { Db, Tx } from './types.js';
 
 export interface Migration {
   version: number;
@@ -38,35 +38,38 @@ export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
 export async function migrate(db: Db, migrations: Migration[] = loadMigrations()): Promise<number[]> {
   const applied: number[] = [];
   for (const migration of migrations) {
-    const didApply = await db.transaction(async (tx) => {
-      await tx.query('select pg_advisory_xact_lock($1::bigint)', [MIGRATION_LOCK_KEY]);
-      await tx.exec(`create table if not exists schema_migrations (
-        version integer primary key,
-        name text not null,
-        checksum text not null,
-        applied_at timestamptz not null default now()
-      )`);
-      const { rows } = await tx.query<{ checksum: string }>(
-        'select checksum from schema_migrations where version = $1::int',
-        [migration.version],
-      );
-      if (rows[0]) {
-        if (rows[0].checksum !== migration.checksum) {
-          throw new Error(`Migration ${migration.version}_${migration.name} was changed after it was applied; add a new migration instead`);
-        }
-        return false;
-      }
-      await tx.exec(migration.sql);
-      await tx.query('insert into schema_migrations (version, name, checksum) values ($1::int, $2::text, $3::text)', [
-        migration.version,
-        migration.name,
-        migration.checksum,
-      ]);
-      return true;
-    });
+    const didApply = await db.transaction((tx) => applyMigration(tx, migration));
     if (didApply) applied.push(migration.version);
   }
   return applied;
+}
+
+/**
+ * Applies one migration inside `tx` unless it is recorded already (then checks it is unchanged);
+ * true when it applied it. move-to-postgres runs them all in its one transaction.
+ */
+export async function applyMigration(tx: Tx, migration: Migration): Promise<boolean> {
+  await tx.query('select pg_advisory_xact_lock($1::bigint)', [MIGRATION_LOCK_KEY]);
+  await tx.exec(`create table if not exists schema_migrations (
+    version integer primary key,
+    name text not null,
+    checksum text not null,
+    applied_at timestamptz not null default now()
+  )`);
+  const { rows } = await tx.query<{ checksum: string }>('select checksum from schema_migrations where version = $1::int', [migration.version]);
+  if (rows[0]) {
+    if (rows[0].checksum !== migration.checksum) {
+      throw new Error(`Migration ${migration.version}_${migration.name} was changed after it was applied; add a new migration instead`);
+    }
+    return false;
+  }
+  await tx.exec(migration.sql);
+  await tx.query('insert into schema_migrations (version, name, checksum) values ($1::int, $2::text, $3::text)', [
+    migration.version,
+    migration.name,
+    migration.checksum,
+  ]);
+  return true;
 }
 
 export interface AppliedMigration {
