@@ -56,7 +56,7 @@ export const adminAgentRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const { rows } = await request.environment.db.query<AgentRow & { allowlisted: boolean }>(
         `select ${agentColumns('a')}, coalesce(l.active, false) as allowlisted
-         from agents a left join admin_allowlist l on l.chat_id = a.chat_id order by a.created_at desc, a.chat_id`,
+         from agents a left join admin_allowlist l on l.chat_id = a.chat_id order by a.created_at desc, a.creation_order desc`,
       );
       return { success: true as const, agents: rows };
     },

@@ -62,10 +62,10 @@ async function searchReports(db: Queryable, search: string, limit: number): Prom
   const { rows } = term
     ? await db.query<AdminReportRow>(
         `select ${ROW_COLUMNS} from reports where ${SEARCH_EXPRESSION} like $1::text escape '\\'
-         order by created_at desc, report_id desc limit $2::int`,
+         order by created_at desc, creation_order desc limit $2::int`,
         [`%${likeLiteral(term)}%`, limit],
       )
-    : await db.query<AdminReportRow>(`select ${ROW_COLUMNS} from reports order by created_at desc, report_id desc limit $1::int`, [limit]);
+    : await db.query<AdminReportRow>(`select ${ROW_COLUMNS} from reports order by created_at desc, creation_order desc limit $1::int`, [limit]);
   return rows;
 }
 

@@ -8,7 +8,7 @@ export { AGENT_COLUMNS, AGENT_STATUSES, agentColumns, SIGN_IN_STATUSES, type Age
 
 export async function listAgents(db: Queryable, status?: string): Promise<AgentRow[]> {
   const { rows } = await db.query<AgentRow>(
-    `select ${AGENT_COLUMNS} from agents where ($1::text is null or status = $1::text) order by created_at desc, chat_id`,
+    `select ${AGENT_COLUMNS} from agents where ($1::text is null or status = $1::text) order by created_at desc, creation_order desc`,
     [status ?? null],
   );
   return rows;

@@ -2,7 +2,7 @@
 // the stored profile, field updates and the revoke move. Writes take a Tx: they run under the
 // punishment's row lock (lockPunishment).
 import type { Queryable, Tx } from '../platform/db/types.js';
-import type { PunishmentFilter, PunishmentRow, StoredProfile } from './queries.js';
+import { punishmentColumns, type PunishmentFilter, type PunishmentRow, type StoredProfile } from './queries.js';
 
 export async function countPunishments(db: Queryable, filter: Omit<PunishmentFilter, 'limit' | 'offset'>): Promise<number> {
   const { rows } = await db.query<{ count: number }>(
@@ -49,7 +49,7 @@ export async function updatePunishmentFields(tx: Tx, punishmentId: string, chang
   // Column names come from UPDATABLE_COLUMNS only; every value is a parameter.
   const sets = columns.map((c, i) => `${c} = $${i + 2}::${UPDATABLE_COLUMNS[c]}`);
   const { rows } = await tx.query<PunishmentRow>(
-    `update punishments set ${[...sets, 'updated_at = now()'].join(', ')} where punishment_id = $1::text returning *`,
+    `update punishments set ${[...sets, 'updated_at = now()'].join(', ')} where punishment_id = $1::text returning ${punishmentColumns()}`,
     [punishmentId, ...columns.map((c) => changes[c] ?? null)],
   );
   return rows[0]!;
@@ -58,7 +58,7 @@ export async function updatePunishmentFields(tx: Tx, punishmentId: string, chang
 export async function revokePunishment(tx: Tx, punishmentId: string, revokedBy: string, reason: string): Promise<PunishmentRow> {
   const { rows } = await tx.query<PunishmentRow>(
     `update punishments set status = 'Revoked', revoked_at = now(), revoked_by = $2::text, revoke_reason = $3::text, updated_at = now()
-     where punishment_id = $1::text returning *`,
+     where punishment_id = $1::text returning ${punishmentColumns()}`,
     [punishmentId, revokedBy, reason],
   );
   return rows[0]!;

@@ -33,6 +33,14 @@ export interface PunishmentRow {
   updated_at: string;
 }
 
+// The row's columns by name: creation_order (migration 0019) only breaks ties in the list's order
+// and stays out of answers, audit rows and events.
+const PUNISHMENT_COLUMN_NAMES = ['punishment_id', 'user_id', 'username', 'reason', 'detailed_reason', 'duration', 'expires_at',
+  'status', 'evidence', 'notes', 'report_id', 'issued_by', 'issued_by_name', 'revoked_at', 'revoked_by', 'revoke_reason',
+  'expired_at', 'created_at', 'updated_at'] as const satisfies readonly (keyof PunishmentRow)[];
+/** The select list of a punishment row, optionally qualified by a table alias. */
+export const punishmentColumns = (alias?: string) => PUNISHMENT_COLUMN_NAMES.map((c) => (alias ? `${alias}.${c}` : c)).join(', ');
+
 export interface DeliveryState {
   item_id: number;
   kind: string;
@@ -70,7 +78,7 @@ export const punishmentJson = (p: string) => `jsonb_build_object(
   'created_at', iso_utc(${p}.created_at), 'updated_at', iso_utc(${p}.updated_at))`;
 
 const PUNISHMENT_SELECT = `
-  select p.*,
+  select ${punishmentColumns('p')},
     (select jsonb_build_object('item_id', d.item_id, 'kind', d.kind, 'status', d.status, 'attempts', d.attempts,
         'result_note', d.result_note, 'last_error', d.last_error, 'ref', d.ref, 'available_at', iso_utc(d.available_at),
         'completed_at', iso_utc(d.completed_at), 'updated_at', iso_utc(d.updated_at))
@@ -97,14 +105,14 @@ export async function listPunishments(db: Queryable, filter: PunishmentFilter): 
   const { rows } = await db.query<Punishment>(
     `${PUNISHMENT_SELECT}
      where ($1::text is null or p.user_id = $1::text) and ($2::text is null or p.status = $2::text)
-     order by p.created_at desc, p.punishment_id desc limit $3::int offset $4::int`,
+     order by p.created_at desc, p.creation_order desc limit $3::int offset $4::int`,
     [filter.user_id ?? null, filter.status ?? null, filter.limit, filter.offset],
   );
   return rows;
 }
 
 export async function lockPunishment(tx: Tx, punishmentId: string): Promise<PunishmentRow | undefined> {
-  const { rows } = await tx.query<PunishmentRow>('select * from punishments where punishment_id = $1::text for update', [punishmentId]);
+  const { rows } = await tx.query<PunishmentRow>(`select ${punishmentColumns()} from punishments where punishment_id = $1::text for update`, [punishmentId]);
   return rows[0];
 }
 
@@ -146,7 +154,7 @@ export async function insertPunishment(tx: Tx, input: NewPunishment): Promise<Pu
                                 evidence, notes, report_id, issued_by, issued_by_name)
        values ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::timestamptz, $8::text, $9::text, $10::text,
                $11::text, $12::text, $13::text)
-       on conflict (punishment_id) do nothing returning *`,
+       on conflict (punishment_id) do nothing returning ${punishmentColumns()}`,
       [
         generatePunishmentId(),
         input.user_id,

@@ -11,11 +11,14 @@ const SORT_KEY: Record<ReportSort, { column: 'created_at' | 'updated_at'; direct
   updated: { column: 'updated_at', direction: 'desc' },
 };
 
-/** The list's order over the columns of `table` (empty for the unqualified names of a subquery). */
+/**
+ * The list's order over the columns of `table` (empty for the unqualified names of a subquery).
+ * Reports sharing the timestamp follow creation order (migration 0019), never their ids.
+ */
 const orderBy = (sort: ReportSort, table = '') => {
   const { column, direction } = SORT_KEY[sort];
   const t = table ? `${table}.` : '';
-  return `${t}${column} ${direction}, ${t}report_id ${direction}`;
+  return `${t}${column} ${direction}, ${t}creation_order ${direction}`;
 };
 
 export interface RestrictedReport {
@@ -111,13 +114,13 @@ function pageKeys(query: ReportPageQuery, branches: Branch[]): { sql: string; va
   if (query.statuses !== undefined) {
     const window = param(query.offset + query.limit, 'integer');
     const legs = branches.map(
-      (b) => `(select report_id, ${column} from reports
+      (b) => `(select report_id, ${column}, creation_order from reports
                where status = ${param(b.status, 'text')} and is_supervisor = ${param(b.is_supervisor, 'boolean')}
                ${contact === undefined ? '' : `and contact_open = ${param(contact, 'boolean')}`}
                order by ${orderBy(sort)} limit ${window})`,
     );
     return {
-      sql: `select report_id, ${column} from (${legs.join(' union all ')}) branches
+      sql: `select report_id, ${column}, creation_order from (${legs.join(' union all ')}) branches
             order by ${orderBy(sort)} limit ${param(query.limit, 'integer')} offset ${param(query.offset, 'integer')}`,
       values,
       shape: `${sort}_merge${branches.length}${contact === undefined ? '' : '_c'}`,
@@ -128,7 +131,7 @@ function pageKeys(query: ReportPageQuery, branches: Branch[]): { sql: string; va
     contact === undefined ? undefined : `contact_open = ${param(contact, 'boolean')}`,
   ].filter((w) => w !== undefined);
   return {
-    sql: `select report_id, ${column} from reports ${where.length > 0 ? `where ${where.join(' and ')}` : ''}
+    sql: `select report_id, ${column}, creation_order from reports ${where.length > 0 ? `where ${where.join(' and ')}` : ''}
           order by ${orderBy(sort)} limit ${param(query.limit, 'integer')} offset ${param(query.offset, 'integer')}`,
     values,
     shape: `${sort}_walk${query.type === undefined ? '' : '_t'}${contact === undefined ? '' : '_c'}`,

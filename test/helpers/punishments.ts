@@ -71,9 +71,11 @@ export function punishmentTools(current: () => PunishmentsApp) {
   }
 
   async function rowsOf(id: string) {
-    const [punishment] = await q('select * from punishments where punishment_id = $1', [id]);
+    const [stored] = await q('select * from punishments where punishment_id = $1', [id]);
+    // creation_order (migration 0019) only orders the list: it is in no answer, audit row or event.
+    const { creation_order: _order, ...punishment } = stored ?? {};
     return {
-      punishment,
+      punishment: stored && punishment,
       audit: await q('select actor_kind, actor_chat_id, action, target, reason, before, after, correlation_id from audit_log where target = $1 order by id', [id]),
       events: await q(
         `select type, actor_kind, actor_chat_id, report_id, before, after, data, is_supervisor, correlation_id
