@@ -27,9 +27,9 @@ function capturedLog() {
   return { logger: pino({ level: 'warn' }, sink), lines };
 }
 
-/** The parts of a report that do not depend on its id or the moment it was written. */
+/** The parts of a report that do not depend on its id, its place in creation order or the moment it was written. */
 function comparable(report: Row): Row {
-  const { report_id: _id, created_at: _c, updated_at: _u, timeline, evidence_list, ...rest } = report;
+  const { report_id: _id, creation_order: _n, created_at: _c, updated_at: _u, timeline, evidence_list, ...rest } = report;
   return {
     ...rest,
     timeline: (timeline as Row[]).map(({ event, actor_kind, actor_chat_id }) => ({ event, actor_kind, actor_chat_id })),

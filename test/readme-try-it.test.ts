@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENTS } from '../src/demo/seed.js';
-import { freePort, startService, type Service } from './helpers/service-process.js';
-import { createTestDatabase, onPostgres, storeName, type TestDatabase } from './helpers/stores.js';
+import { freePort, startService, withServiceDatabases, type Service } from './helpers/service-process.js';
+import { storeName, type TestDatabase } from './helpers/stores.js';
 
 const ROOT = join(import.meta.dirname, '..');
 const README_PORT = '3000';
@@ -75,15 +75,7 @@ describe(`README "Try it" on ${storeName}`, () => {
     const pkg = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
     expect(pkg.scripts.start).toBe('npm run build && node dist/src/server.js');
     dataDir = await mkdtemp(join(tmpdir(), 'cms-tryit-'));
-    const env: Record<string, string> = { ...tryIt.startEnv, PORT: String(await freePort()), DATA_DIR: dataDir, LOG_LEVEL: 'info' };
-    if (onPostgres) {
-      for (const name of ['PRODUCTION', 'DEMO']) {
-        const db = await createTestDatabase({ empty: true });
-        databases.push(db);
-        env[`${name}_DATABASE_URL`] = db.url!;
-      }
-    }
-    service = startService(env);
+    service = startService(await withServiceDatabases({ ...tryIt.startEnv, PORT: String(await freePort()), DATA_DIR: dataDir, LOG_LEVEL: 'info' }, databases));
     await service.ready;
   }, 120_000);
 

@@ -3,6 +3,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { createTestDatabase, onPostgres, type TestDatabase } from './stores.js';
 
 export const SERVER = join(import.meta.dirname, '../../dist/src/server.js');
 
@@ -22,6 +23,21 @@ export interface Service {
   exited: Promise<number | null>;
   /** Resolves on the "Server listening" log line (LOG_LEVEL info or finer). */
   ready: Promise<void>;
+}
+
+/**
+ * `env` for a service process on the store under test: on PostgreSQL each environment gets an
+ * empty database of its own (pushed to `databases`, for the caller to drop); on PGlite, `env` as it is.
+ */
+export async function withServiceDatabases(env: Record<string, string>, databases: TestDatabase[]): Promise<Record<string, string>> {
+  if (!onPostgres) return env;
+  const urls: Record<string, string> = {};
+  for (const name of ['PRODUCTION', 'DEMO']) {
+    const db = await createTestDatabase({ empty: true });
+    databases.push(db);
+    urls[`${name}_DATABASE_URL`] = db.url!;
+  }
+  return { ...env, ...urls };
 }
 
 /** Spawns the service with exactly `env` (plus PATH); `PORT` must be set. */

@@ -6,22 +6,14 @@ import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { freePort, startService, type Service } from '../helpers/service-process.js';
-import { createTestDatabase, onPostgres, storeName, type TestDatabase } from '../helpers/stores.js';
+import { freePort, startService, withServiceDatabases, type Service } from '../helpers/service-process.js';
+import { storeName, type TestDatabase } from '../helpers/stores.js';
 
 const KEY = 'lifecycle-production-key-000000';
 
 /** The service's environment on `dataDir`, or on two fresh PostgreSQL databases (added to `databases` for dropping). */
 async function serviceEnv(dataDir: string, databases: TestDatabase[]): Promise<Record<string, string>> {
-  const env: Record<string, string> = { DATA_DIR: dataDir, PORT: String(await freePort()), PRODUCTION_API_KEY: KEY, LOG_LEVEL: 'info' };
-  if (onPostgres) {
-    for (const name of ['PRODUCTION', 'DEMO']) {
-      const db = await createTestDatabase({ empty: true });
-      databases.push(db);
-      env[`${name}_DATABASE_URL`] = db.url!;
-    }
-  }
-  return env;
+  return withServiceDatabases({ DATA_DIR: dataDir, PORT: String(await freePort()), PRODUCTION_API_KEY: KEY, LOG_LEVEL: 'info' }, databases);
 }
 
 describe(`the service process on ${storeName}`, () => {

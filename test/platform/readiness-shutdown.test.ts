@@ -6,8 +6,8 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { freePort, startService, type Service } from '../helpers/service-process.js';
-import { createTestDatabase, onPostgres, storeName, type TestDatabase } from '../helpers/stores.js';
+import { freePort, startService, withServiceDatabases, type Service } from '../helpers/service-process.js';
+import { storeName, type TestDatabase } from '../helpers/stores.js';
 
 const KEY = 'readiness-production-key-000000';
 
@@ -40,15 +40,7 @@ describe(`GET /ready across a shutdown on ${storeName}`, () => {
 
   beforeAll(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'cms-ready-'));
-    const env: Record<string, string> = { DATA_DIR: dataDir, PORT: String(await freePort()), PRODUCTION_API_KEY: KEY, LOG_LEVEL: 'info' };
-    if (onPostgres) {
-      for (const name of ['PRODUCTION', 'DEMO']) {
-        const db = await createTestDatabase({ empty: true });
-        databases.push(db);
-        env[`${name}_DATABASE_URL`] = db.url!;
-      }
-    }
-    service = startService(env);
+    service = startService(await withServiceDatabases({ DATA_DIR: dataDir, PORT: String(await freePort()), PRODUCTION_API_KEY: KEY, LOG_LEVEL: 'info' }, databases));
     await service.ready;
   }, 120_000);
 
