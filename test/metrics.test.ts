@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_KEY, PRODUCTION_KEY } from './helpers/app.js';
 import { createMetricsTestApp, histogram, labelValues, parse, scrape, value, type MetricsTestApp } from './helpers/metrics.js';
 import { chatId } from './helpers/identity.js';
+import { DURATION_BUCKETS, RequestSeries } from '../src/platform/http/request-metrics.js';
+import { Metrics } from '../src/platform/metrics.js';
 
 let t: MetricsTestApp;
 beforeAll(async () => {
@@ -140,5 +142,21 @@ describe('the exposition', () => {
     const histogramText = (inf: number) => `# HELP cms_h h\n# TYPE cms_h histogram\ncms_h_bucket{le="1",a="b"} 1\ncms_h_bucket{le="+Inf",a="b"} ${inf}\ncms_h_sum{a="b"} 2\ncms_h_count{a="b"} 2\n`;
     expect(histogram(parse(histogramText(2)), 'cms_h', { a: 'b' })).toEqual({ count: 2, sum: 2, inf: 2 });
     expect(() => parse(histogramText(3))).toThrow(/differs from _count/);
+  });
+});
+
+describe('the request histogram', () => {
+  it('puts each duration in the first bucket whose bound it does not exceed, cumulative as Prometheus reads them', async () => {
+    const metrics = new Metrics(false);
+    const series = new RequestSeries();
+    series.register(metrics);
+    const labels = { environment: 'demo', method: 'POST', route: '/x', status_class: '2xx' };
+    for (const seconds of [0.001, 0.005, 0.0051, 0.3, 20]) series.record(labels.environment, labels.method, labels.route, labels.status_class, seconds);
+    const families = parse(await metrics.scrape());
+    expect(value(families, REQUESTS, labels)).toBe(5);
+    const bucket = (le: string) => families.get(DURATIONS)!.samples.find((s) => s.name === `${DURATIONS}_bucket` && s.labels.le === le)!.value;
+    expect(DURATION_BUCKETS.map((le) => bucket(String(le)))).toEqual([2, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4]);
+    expect(bucket('+Inf')).toBe(5);
+    expect(histogram(families, DURATIONS, labels)).toEqual({ count: 5, sum: 0.001 + 0.005 + 0.0051 + 0.3 + 20, inf: 5 });
   });
 });
