@@ -4,8 +4,8 @@
 // cannot grow the series without bound. Installed only when metrics are on.
 //
 // prom-client's own Counter and Histogram validate and hash the label object on every call, even
-// through `labels()` children: measured with `npm run bench -- --only metrics-overhead`, that was
-// most of what metrics cost a light request. So a request adds to plain numbers of its label set,
+// through `labels()` children: the largest item metrics added to a CPU profile of a light request
+// (docs/performance.md, metrics-overhead). So a request adds to plain numbers of its label set,
 // found by one string key, and the two series are handed to prom-client's registry as collected
 // metrics (its `get()` contract), which formats them at scrape time like its own.
 import type { FastifyReply, FastifyRequest } from 'fastify';
