@@ -13,7 +13,7 @@ import { RestoreRefused, restorePglite } from './platform/backup/restore.js';
 import { backupPglite } from './platform/backup/scheduler.js';
 import { DataFolderLockedError } from './platform/db/lock-file.js';
 import { loadMigrations, migrate } from './platform/db/migrate.js';
-import { openPglite } from './platform/db/pglite.js';
+import { openPglite, type PgliteDb } from './platform/db/pglite.js';
 import { openPostgres } from './platform/db/postgres.js';
 
 export const BACKUP_USAGE = `  backup --env production|demo --out <file>
@@ -47,6 +47,18 @@ function fail(lines: string[]): number {
 
 const LOCKED_HINT = 'While the service runs, it writes the backups itself: set BACKUP_DIR (README, Operations).';
 
+/** The environment's embedded database, opened (its folder locked), or the lines saying why not. */
+async function openEmbedded(config: Config, env: EnvironmentName, command: string, ...lockedHint: string[]): Promise<{ db: PgliteDb; folder: string } | string[]> {
+  const folder = embeddedFolder(config, env, command);
+  if (Array.isArray(folder)) return folder;
+  try {
+    return { db: await openPglite({ dataDir: folder }), folder };
+  } catch (err) {
+    if (err instanceof DataFolderLockedError) return [`${command}: ${err.message}`, ...lockedHint];
+    throw err;
+  }
+}
+
 async function backupCommand(args: string[]): Promise<number> {
   const values = parseOptions(args, { ...ENV_OPTION, out: { type: 'string' } });
   const env = parseEnvironment(values.env);
@@ -56,15 +68,9 @@ async function backupCommand(args: string[]): Promise<number> {
   const url = config.environments[env].databaseUrl;
   if (url) return pgDump(env, url, out);
 
-  const folder = embeddedFolder(config, env, 'backup');
-  if (Array.isArray(folder)) return fail(folder);
-  let db;
-  try {
-    db = await openPglite({ dataDir: folder });
-  } catch (err) {
-    if (err instanceof DataFolderLockedError) return fail([`backup: ${err.message}`, LOCKED_HINT]);
-    throw err;
-  }
+  const opened = await openEmbedded(config, env, 'backup', LOCKED_HINT);
+  if (Array.isArray(opened)) return fail(opened);
+  const { db } = opened;
   try {
     const header = await backupPglite(env, db, out);
     console.log(`${env}: backup written to ${out} (${MB(header.payload_bytes)}, schema version ${header.schema_version ?? 'none'})`);
@@ -127,16 +133,9 @@ async function moveCommand(args: string[]): Promise<number> {
   if (!/^postgres(ql)?:\/\//.test(to)) throw new UsageError(`--to must be a postgres:// connection URL (got "${to}")`);
   const config = loadConfig();
   if (config.environments[env].databaseUrl) return fail([`move-to-postgres: ${env} is already on PostgreSQL (${env.toUpperCase()}_DATABASE_URL is set)`]);
-  const folder = embeddedFolder(config, env, 'move-to-postgres');
-  if (Array.isArray(folder)) return fail(folder);
-
-  let source;
-  try {
-    source = await openPglite({ dataDir: folder });
-  } catch (err) {
-    if (err instanceof DataFolderLockedError) return fail([`move-to-postgres: ${err.message}`]);
-    throw err;
-  }
+  const opened = await openEmbedded(config, env, 'move-to-postgres');
+  if (Array.isArray(opened)) return fail(opened);
+  const { db: source, folder } = opened;
   const target = openPostgres({ connectionString: to, max: 1, applicationName: `case-management-service:move-to-postgres:${env}` });
   try {
     const migrations = loadMigrations();
