@@ -18,19 +18,37 @@ export function sessionAgent(request: FastifyRequest): AgentRow {
 
 /** What the dashboard may offer this agent: computed here so the client never decides. */
 export function adminCapabilities(agent: AgentRow, allowlisted: boolean): Record<AdminCapability, boolean> {
-  return Object.fromEntries(ADMIN_CAPABILITIES.map((c) => [c, adminRefusal(agent, allowlisted, c) === undefined])) as Record<AdminCapability, boolean>;
+  // The reasons, not the refusals: an error object (with its stack) per capability cost a fifth of
+  // the CPU of GET /auth/me (docs/performance.md, metrics-overhead).
+  return Object.fromEntries(ADMIN_CAPABILITIES.map((c) => [c, adminRefusalReason(agent, allowlisted, c) === undefined])) as Record<AdminCapability, boolean>;
 }
+
+type AdminRefusalReason = 'not_admin' | 'director_required' | 'insufficient_clearance';
 
 /**
  * Why require_admin (spec Authentication 7) refuses this agent the capability, or undefined when
  * it does not: an active agent on the active allowlist, the capability's clearance, and Director
- * rank for the Director-only capabilities. Also run inside admin transactions on the locked row.
+ * rank for the Director-only capabilities.
  */
-export function adminRefusal(agent: AgentRow, allowlisted: boolean, capability: AdminCapability): AppError | undefined {
-  if (!allowlisted || agent.status !== 'active') return errors.forbidden('Not an admin user', 'NOT_ADMIN');
-  if (DIRECTOR_ONLY.has(capability) && !isDirector(agent.agent_rank)) return errors.forbidden('Director access required', 'DIRECTOR_REQUIRED');
-  if (capability !== 'admin_access' && (agent.clearance_level ?? 0) < MINIMUM_CLEARANCES[capability]) return errors.insufficientClearance();
+function adminRefusalReason(agent: AgentRow, allowlisted: boolean, capability: AdminCapability): AdminRefusalReason | undefined {
+  if (!allowlisted || agent.status !== 'active') return 'not_admin';
+  if (DIRECTOR_ONLY.has(capability) && !isDirector(agent.agent_rank)) return 'director_required';
+  if (capability !== 'admin_access' && (agent.clearance_level ?? 0) < MINIMUM_CLEARANCES[capability]) return 'insufficient_clearance';
   return undefined;
+}
+
+/** The refusal require_admin answers, or undefined. Also run inside admin transactions on the locked row. */
+export function adminRefusal(agent: AgentRow, allowlisted: boolean, capability: AdminCapability): AppError | undefined {
+  switch (adminRefusalReason(agent, allowlisted, capability)) {
+    case undefined:
+      return undefined;
+    case 'not_admin':
+      return errors.forbidden('Not an admin user', 'NOT_ADMIN');
+    case 'director_required':
+      return errors.forbidden('Director access required', 'DIRECTOR_REQUIRED');
+    case 'insufficient_clearance':
+      return errors.insufficientClearance();
+  }
 }
 
 /** require_admin for a handler: the signed-in agent when it holds the capability, else the refusal. */
