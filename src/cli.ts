@@ -5,6 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { findAgent, insertAgent, updateAgent, type AgentRow } from './agents/queries.js';
+import { AUDIT_COMMANDS, AUDIT_USAGE } from './cli-audit.js';
 import { BACKUP_COMMANDS, BACKUP_USAGE } from './cli-backup.js';
 import { ENV_OPTION, parseEnvironment, parseOptions, UsageError } from './cli-options.js';
 import { ENVIRONMENTS, loadConfig, type Config, type EnvironmentName } from './config.js';
@@ -27,7 +28,8 @@ Commands:
       reset the demo database to its fictional organisation (deletes every demo record)
   import-scenarios <file> --env production|demo
       check a training scenario file whole, then create or update its scenarios by slug
-${BACKUP_USAGE}`;
+${BACKUP_USAGE}
+${AUDIT_USAGE}`;
 
 async function withDb<T>(config: Config, name: EnvironmentName, fn: (db: Db) => Promise<T>): Promise<T> {
   const db = await defaultOpenDb(config, pino({ level: 'warn' }))(config.environments[name]);
@@ -182,6 +184,7 @@ const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   bootstrap: bootstrapCommand,
   'seed-demo': seedDemoCommand,
   ...BACKUP_COMMANDS,
+  ...AUDIT_COMMANDS,
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -55,6 +55,8 @@ export interface Config {
   gamePlayersTtlMs: number;
   /** A claimed queue item not completed within this is swept back (spec Limits: 10 minutes). */
   queueStaleTimeoutMs: number;
+  /** How often each instance seals new audit rows (AUDIT_SEAL_INTERVAL_SECONDS, default 1, at most 4). */
+  auditSealIntervalMs: number;
   /** Connections per environment's PostgreSQL pool, per instance. */
   databasePoolSize: number;
   /** A request (headers and body) not received within this is answered 408 and its socket closed. */
@@ -158,6 +160,7 @@ export function parseConfig(env: Env): Config {
     gameRelayTimeoutMs: read('GAME_RELAY_TIMEOUT_SECONDS', 2, parseSeconds) * 1000,
     gamePlayersTtlMs: read('GAME_PLAYERS_TTL_SECONDS', 3, parseSeconds) * 1000,
     queueStaleTimeoutMs: read('QUEUE_STALE_TIMEOUT_SECONDS', 600, parseSeconds) * 1000,
+    auditSealIntervalMs: Math.round(read('AUDIT_SEAL_INTERVAL_SECONDS', 1, parseSealInterval) * 1000),
     databasePoolSize: read('DATABASE_POOL_SIZE', 10, parsePoolSize),
     // Whole milliseconds, at least one: Node takes integers, and 0 would mean "no timeout".
     requestTimeoutMs: Math.max(1, Math.round(read('REQUEST_TIMEOUT_SECONDS', 30, parseSeconds) * 1000)),
@@ -263,6 +266,13 @@ function parsePoolSize(raw: string): number {
 function parseSeconds(raw: string): number {
   const seconds = Number(raw);
   if (!/^\d+(\.\d+)?$/.test(raw) || seconds <= 0 || seconds > 86_400) throw new Error('expected a number of seconds above 0, at most 86400');
+  return seconds;
+}
+
+/** A row committed more than 5 s ago must be sealed: a pass at least every 4 s leaves a second for it. */
+function parseSealInterval(raw: string): number {
+  const seconds = Number(raw);
+  if (!/^\d+(\.\d+)?$/.test(raw) || seconds < 0.1 || seconds > 4) throw new Error('expected a number of seconds from 0.1 to 4');
   return seconds;
 }
 

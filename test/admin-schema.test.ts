@@ -183,7 +183,7 @@ describe('admin schema', () => {
 });
 
 // Two instances on one database, each with a single pooled connection, so that the connection
-// that prepared the event insert is the one the next request gets.
+// that prepared a statement is the one the next request gets.
 describe.runIf(onPostgres)('a schema changed out of band (PostgreSQL only: PGlite prepares no named statements)', () => {
   let database: TestDatabase;
   let one: TestApp;
@@ -203,37 +203,46 @@ describe.runIf(onPostgres)('a schema changed out of band (PostgreSQL only: PGlit
   });
 
   const staleFailure = { success: false, error: 'Database error: cached plan must not change result type', code: 'DATABASE_ERROR' };
-  const reportCount = async () => (await database.db.query<{ n: number }>('select count(*)::int as n from reports')).rows[0]!.n;
+  // POST /actions/<id>/requeue locks the action with a prepared `select *` (lock_action): a column
+  // added by hand changes its result type under the plan the connection holds.
+  const failedAction = async (t: TestApp) => {
+    const report = (await createReport(t)).json().report.report_id as string;
+    const { rows } = await database.db.query<{ action_id: number }>(
+      `insert into report_actions (report_id, kind, queue, status, payload, attempts, last_error) values ($1::text, 'validate', 'operator', 'failed', '{}', 3, 'down') returning action_id`,
+      [report],
+    );
+    return rows[0]!.action_id;
+  };
+  const requeue = async (t: TestApp, id: number) => t.app.inject({ method: 'POST', url: `/actions/${id}/requeue`, headers: key });
+  const status = async (id: number) => (await database.db.query<{ status: string }>('select status from report_actions where action_id = $1::bigint', [id])).rows[0]!.status;
 
-  it('breaks the prepared event insert until the reload, after which the instance that reloads works again', async () => {
-    expect((await createReport(one)).statusCode).toBe(201); // record_event now prepared on its connection
-    await database.db.exec('alter table events add column probe text');
-    const reports = await reportCount();
-    const broken = await createReport(one);
+  it('breaks a prepared select * until the reload, after which the instance that reloads works again', async () => {
+    expect((await requeue(one, await failedAction(one))).statusCode).toBe(200); // lock_action now prepared on its connection
+    await database.db.exec('alter table report_actions add column probe text');
+    const stuck = await failedAction(one);
+    const broken = await requeue(one, stuck);
     expect(broken.statusCode).toBe(500);
     expect(broken.json()).toEqual(staleFailure);
-    expect(await reportCount()).toBe(reports);
+    expect(await status(stuck)).toBe('failed');
     const director = await admin(one);
     const res = await reload(one, director);
     expect(res.statusCode).toBe(200);
     await expectAdminTrail(one, res.json().correlation_id, { action: 'admin.schema_reloaded', actor: director.agent.chat_id, target: 'production', reason: 'columns added by hand' });
-    const fixed = await createReport(one);
-    expect(fixed.statusCode).toBe(201);
-    expect(await reportCount()).toBe(reports + 1);
-    const { rows } = await database.db.query(`select probe from events where type = 'report.created' and report_id = $1::text`, [fixed.json().report.report_id]);
-    expect(rows).toEqual([{ probe: null }]);
+    const fixed = await requeue(one, stuck);
+    expect(fixed.statusCode).toBe(200);
+    expect(await status(stuck)).toBe('pending');
   });
 
   it('another instance drops its prepared statements and caches when it hears the notification', async () => {
-    expect((await createReport(other)).statusCode).toBe(201);
-    await database.db.exec('alter table events add column probe_again text');
-    expect((await createReport(other)).json()).toEqual(staleFailure);
+    expect((await requeue(other, await failedAction(other))).statusCode).toBe(200);
+    await database.db.exec('alter table report_actions add column probe_again text');
+    const stuck = await failedAction(other);
+    expect((await requeue(other, stuck)).json()).toEqual(staleFailure);
     const env = await fillCaches(other);
     const res = await reload(one, await admin(one));
     expect(res.statusCode).toBe(200);
     await vi.waitFor(() => expect([env.sessions.size, env.idleQueues.size]).toEqual([0, 0]), { timeout: 5000, interval: 20 });
-    const fixed = await createReport(other);
-    expect(fixed.statusCode).toBe(201);
-    expect((await database.db.query('select 1 from reports where report_id = $1::text', [fixed.json().report.report_id])).rowCount).toBe(1);
+    expect((await requeue(other, stuck)).statusCode).toBe(200);
+    expect(await status(stuck)).toBe('pending');
   });
 });

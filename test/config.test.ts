@@ -27,6 +27,7 @@ describe('parseConfig', () => {
       gameRelayUrls: [],
       gameServerKey: undefined,
       queueStaleTimeoutMs: 600_000,
+      auditSealIntervalMs: 1_000,
       databasePoolSize: 10,
     });
     expect(config.environments.production).toEqual({
@@ -73,6 +74,7 @@ describe('parseConfig', () => {
       LOG_LEVEL: 'WARN',
       TRUST_PROXY: 'true',
       QUEUE_STALE_TIMEOUT_SECONDS: '2.5',
+      AUDIT_SEAL_INTERVAL_SECONDS: '0.5',
       DATABASE_POOL_SIZE: '16',
     });
     expect(config.port).toBe(8080);
@@ -98,6 +100,7 @@ describe('parseConfig', () => {
     expect(config.logLevel).toBe('warn');
     expect(config.trustProxy).toBe(true);
     expect(config.queueStaleTimeoutMs).toBe(2500);
+    expect(config.auditSealIntervalMs).toBe(500);
     expect(config.databasePoolSize).toBe(16);
   });
 
@@ -120,6 +123,8 @@ describe('parseConfig', () => {
     [{ QUEUE_STALE_TIMEOUT_SECONDS: '0' }, 'QUEUE_STALE_TIMEOUT_SECONDS: expected a number of seconds above 0, at most 86400'],
     [{ QUEUE_STALE_TIMEOUT_SECONDS: '-5' }, 'QUEUE_STALE_TIMEOUT_SECONDS: expected a number of seconds above 0'],
     [{ QUEUE_STALE_TIMEOUT_SECONDS: '10m' }, 'QUEUE_STALE_TIMEOUT_SECONDS: expected a number of seconds above 0'],
+    [{ AUDIT_SEAL_INTERVAL_SECONDS: '5' }, 'AUDIT_SEAL_INTERVAL_SECONDS: expected a number of seconds from 0.1 to 4'],
+    [{ AUDIT_SEAL_INTERVAL_SECONDS: '0.05' }, 'AUDIT_SEAL_INTERVAL_SECONDS: expected a number of seconds from 0.1 to 4'],
     [{ DATABASE_POOL_SIZE: '0' }, 'DATABASE_POOL_SIZE: expected a whole number from 1 to 100'],
     [{ DATABASE_POOL_SIZE: 'many' }, 'DATABASE_POOL_SIZE: expected a whole number from 1 to 100'],
     [{ TRUST_PROXY: 'maybe' }, 'TRUST_PROXY: expected true, false, or a list of proxy addresses/CIDRs'],

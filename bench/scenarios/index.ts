@@ -1,5 +1,6 @@
 import type { Scenario } from '../types.js';
 import { adminHealth } from './admin-health.js';
+import { auditSealing } from './audit-sealing.js';
 import { authMe } from './auth-me.js';
 import { reportCreate } from './report-create.js';
 import { reportsAtScale } from './reports-at-scale.js';
@@ -15,4 +16,4 @@ import { soakScenario } from './soak.js';
 import { trainingClassroom } from './training-classroom.js';
 
 /** Run order; a new scenario is one file in this folder plus one entry here. */
-export const scenarios: Scenario[] = [root, generateCase, authMe, metricsOverhead, embeddedStartup, reportCreate, reportsAtScale, queuePoll, queueDrain, adminHealth, gameLookup, trainingClassroom, realtimeFanout, soakScenario];
+export const scenarios: Scenario[] = [root, generateCase, authMe, metricsOverhead, embeddedStartup, reportCreate, reportsAtScale, queuePoll, queueDrain, adminHealth, gameLookup, trainingClassroom, realtimeFanout, auditSealing, soakScenario];

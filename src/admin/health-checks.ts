@@ -2,6 +2,7 @@
 // functions of what was read: docs/operations.md ("Health") lists the same thresholds, section by
 // section; change both together.
 import type { HubStats } from '../realtime/hub.js';
+import { GENESIS_HASH } from '../platform/audit-chain/hashes.js';
 import type { BackupStatus } from '../platform/backup/scheduler.js';
 import type { StoreKind } from '../platform/db/types.js';
 import type { HealthReading } from './health-queries.js';
@@ -33,6 +34,9 @@ export const QUEUE_FAILED_ERROR = 25;
 /** queue: how long a punishment may stay in force past its expiry (the expiry sweep runs on pickups). */
 export const EXPIRY_OVERDUE_WARN_S = 5 * 60;
 export const EXPIRY_OVERDUE_ERROR_S = 30 * 60;
+/** audit: a row not sealed this long after it was written (the sealer runs every 1 to 4 s; issue 21 allows 5). */
+export const SEALING_DELAY_WARN_S = 5;
+export const SEALING_DELAY_ERROR_S = 60;
 /** events: no event at all for this long (the bot and the dashboard write events all day). */
 export const EVENTS_QUIET_WARN_S = 24 * 60 * 60;
 
@@ -234,13 +238,30 @@ export function judgeSections(input: HealthInputs): HealthSections {
   // created_at: the newest admin event can never be newer than the newest audit row.
   const adminEventAt = r?.admin_event_newest_at ?? null;
   const audited = r ? adminEventAt === null || (r.audit_newest_at !== null && r.audit_newest_at >= adminEventAt) : null;
+  const sealingDelay = r ? round(r.unsealed_oldest_s ?? 0) : null;
   const audit = judged(
-    [unmeasured, audited === false && ['error', `the admin event of ${adminEventAt} has no audit row: the admin audit trail is broken`]],
+    [
+      unmeasured,
+      audited === false && ['error', `the admin event of ${adminEventAt} has no audit row: the admin audit trail is broken`],
+      r?.verified_ok === false && ['error', `the latest verify-audit (${r.verified_at}) found the chain altered: ${r.verified_problem}`],
+      sealingDelay !== null && sealingDelay >= SEALING_DELAY_ERROR_S
+        ? ['error', `rows written ${Math.round(sealingDelay)} s ago are not sealed (error at ${SEALING_DELAY_ERROR_S} s): no instance is sealing`]
+        : sealingDelay !== null && sealingDelay >= SEALING_DELAY_WARN_S && ['warn', `rows written ${Math.round(sealingDelay)} s ago are not sealed (warn at ${SEALING_DELAY_WARN_S} s)`],
+    ],
     {
       newest_at: r?.audit_newest_at ?? null,
       newest_age_s: secondsBetween(r?.audit_newest_at ?? null, at),
       newest_admin_event_at: adminEventAt,
       admin_events_audited: audited,
+      chain_rows: r ? (r.chain_rows ?? 0) : null,
+      chain_head: r ? (r.chain_head ?? GENESIS_HASH) : null,
+      chain_last_sealed_at: r?.chain_last_sealed_at ?? null,
+      unsealed_rows: r?.unsealed_rows ?? null,
+      sealing_delay_s: sealingDelay,
+      last_verification:
+        r?.verified_at == null
+          ? null
+          : { verified_at: r.verified_at, ok: r.verified_ok!, rows: r.verified_rows!, head_hash: r.verified_head, problem: r.verified_problem },
     },
   );
 

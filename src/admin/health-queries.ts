@@ -51,10 +51,25 @@ export interface HealthReading {
   audit_newest_at: string | null;
   admin_event_newest_at: string | null;
   events_newest_at: string | null;
+  /** The audit hash chain: rows sealed, head hash, when its last seal was written. */
+  chain_rows: number | null;
+  chain_head: string | null;
+  chain_last_sealed_at: string | null;
+  /** Rows not sealed yet, and seconds since the first of them (in chain order) was written. */
+  unsealed_rows: number;
+  unsealed_oldest_s: number | null;
+  /** The latest verify-audit run. */
+  verified_at: string | null;
+  verified_ok: boolean | null;
+  verified_rows: number | null;
+  verified_head: string | null;
+  verified_problem: string | null;
 }
 
 const age = (column: string) => `extract(epoch from statement_timestamp() - ${column})::float8`;
 const capped = (from: string) => `(select count(*) from (select from ${from} limit $1::int) c)::int`;
+/** Rows of a sealed table the sealer has not reached yet (a range of its sealing index). */
+const unsealed = (table: string) => `${table} r cross join audit_chain_state s where (r.sealing_tx, r.id) > (s.${table}_tx, s.${table}_id)`;
 
 // Counts stop at $1 (HEALTH_COUNT_CAP): a queue the bot stopped draining costs no more to check
 // than a healthy one. Each min() is the first entry of a partial index (status = 'pending' or
@@ -81,14 +96,22 @@ select statement_timestamp() as read_at,
   (select created_at from audit_log order by created_at desc, id desc limit 1) as audit_newest_at,
   (select max(e.created_at) from unnest($2::text[]) t(type)
      cross join lateral (select x.created_at from events x where x.type = t.type order by x.created_at desc limit 1) e) as admin_event_newest_at,
-  (select created_at from events order by created_at desc, id desc limit 1) as events_newest_at
+  (select created_at from events order by created_at desc, id desc limit 1) as events_newest_at,
+  h.position as chain_rows, encode(h.chain_hash, 'hex') as chain_head, h.sealed_at as chain_last_sealed_at,
+  (${capped(unsealed('events'))} + ${capped(unsealed('audit_log'))}) as unsealed_rows,
+  (select ${age('min(u.created_at)')} from (
+     (select r.created_at from ${unsealed('events')} order by r.sealing_tx, r.id limit 1)
+     union all (select r.created_at from ${unsealed('audit_log')} order by r.sealing_tx, r.id limit 1)) u) as unsealed_oldest_s,
+  v.verified_at, v.ok as verified_ok, v.rows_verified as verified_rows, v.head_hash as verified_head, v.problem as verified_problem
 from (
   select count(*) filter (where g.status = 'active')::int as admins_active,
          count(*) filter (where g.status = 'active' and g.agent_rank = 'Director')::int as directors_active,
          count(*) filter (where g.status <> 'active')::int as admins_not_active
   from admin_allowlist l join agents g on g.chat_id = l.chat_id
   where l.active
-) a`;
+) a
+left join lateral (select position, chain_hash, sealed_at from audit_chain order by position desc limit 1) h on true
+left join lateral (select verified_at, ok, rows_verified, head_hash, problem from audit_verifications order by id desc limit 1) v on true`;
 
 export { READ_SQL as HEALTH_READ_SQL };
 

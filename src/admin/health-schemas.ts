@@ -109,11 +109,29 @@ export const AuthSection = section('Credentials and integrations of this environ
   sessions_active: count('Unexpired browser sessions'),
 });
 
-export const AuditSection = section('The admin audit trail (audit_log)', {
+export const AuditSection = section('The admin audit trail (audit_log) and the hash chain that seals it and the events', {
   newest_at: nullableTimestamp('When the newest audit row was written'),
   newest_age_s: nullableNumber('Seconds since then'),
   newest_admin_event_at: nullableTimestamp('When the newest admin.* event was written'),
   admin_events_audited: nullableBoolean('The newest admin event has its audit row (an audit row at its time or later)'),
+  chain_rows: nullableInteger('Rows of events and audit_log sealed in the hash chain (its checkpoint count)'),
+  chain_head: Type.Union([Type.String(), Type.Null()], { description: "The chain's head hash (its checkpoint hash; verify-audit --against proves the chain still extends it)" }),
+  chain_last_sealed_at: nullableTimestamp('When the last seal was written'),
+  unsealed_rows: count('Rows written and not sealed yet'),
+  sealing_delay_s: nullableNumber('Seconds since the oldest row not sealed yet was written (0: every row is sealed)'),
+  last_verification: Type.Union(
+    [
+      Type.Object({
+        verified_at: timestamp('When verify-audit ran'),
+        ok: Type.Boolean({ description: 'The chain verified' }),
+        rows: Type.Integer({ description: 'Seals verified' }),
+        head_hash: Type.Union([Type.String(), Type.Null()], { description: 'The last chain hash verified' }),
+        problem: Type.Union([Type.String(), Type.Null()], { description: 'The first row that did not match, when it failed' }),
+      }),
+      Type.Null(),
+    ],
+    { description: 'The latest verify-audit run (null: never run)' },
+  ),
 });
 
 export const EventsSection = section('The canonical event log (events)', {

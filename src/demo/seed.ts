@@ -1,6 +1,7 @@
 // The demo environment's fictional moderation organisation. Seeding is a list of steps, each
 // writing one part of the organisation inside the caller's transaction; later parts (reports,
 // punishments, scenarios) are added as steps here, and their tables to RESET_TABLES below.
+import { SEAL_LOCK_KEY } from '../platform/audit-chain/hashes.js';
 import type { Db, Tx } from '../platform/db/types.js';
 import type { OnEnvironmentOpen } from '../platform/environments.js';
 import { seedAdmin } from './seed-admin.js';
@@ -142,6 +143,9 @@ export const RESET_TABLES: readonly { table: string; where?: string }[] = [
   { table: 'training_sessions' },
   { table: 'training_scenarios' },
   { table: 'events' },
+  // The demo's audit chain starts again with the seeded rows (docs/decisions.md).
+  { table: 'audit_chain' },
+  { table: 'audit_verifications' },
   { table: 'oauth_states' },
   { table: 'admin_allowlist' },
   { table: 'agents', where: 'chat_id <> all($1::text[])' },
@@ -150,7 +154,8 @@ export const RESET_TABLES: readonly { table: string; where?: string }[] = [
 // report_counts is derived: the triggers on reports keep it right through the deletes above.
 // health_state is the status last recorded by this deployment's health checks, not demo data.
 // realtime_outbox is transport, not data: broadcasts in flight between instances.
-export const PRESERVED_TABLES: readonly string[] = ['schema_migrations', 'sessions', 'report_counts', 'health_state', 'realtime_outbox'];
+// audit_chain_state is the sealer's mark: still right (the seeded rows' transaction is above it).
+export const PRESERVED_TABLES: readonly string[] = ['schema_migrations', 'sessions', 'report_counts', 'health_state', 'realtime_outbox', 'audit_chain_state'];
 
 // Seeding and resetting take one advisory lock: two instances starting together, or two resets
 // at once, run one after the other instead of deadlocking on each other's rows.
@@ -187,6 +192,8 @@ export const seedDemoOnFirstStart: OnEnvironmentOpen = async (name, db, log) => 
  */
 export async function resetDemo(tx: Tx): Promise<SeedCounts> {
   await tx.query('select pg_advisory_xact_lock($1::bigint)', [SEED_LOCK_KEY]);
+  // A sealing batch under way commits first; none starts until the reset has committed.
+  await tx.query('select pg_advisory_xact_lock($1::bigint)', [SEAL_LOCK_KEY]);
   for (const { table, where } of RESET_TABLES) {
     await tx.query(`delete from ${table}${where ? ` where ${where}` : ''}`, where ? [SEEDED_CHAT_IDS] : []);
   }

@@ -3,6 +3,7 @@
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { ENVIRONMENTS, type Config, type EnvironmentConfig, type EnvironmentName } from '../config.js';
+import { AuditSealer, type SealerStatus } from './audit-chain/sealer.js';
 import { ApiKeys } from './auth/api-key.js';
 import { AUTH_CHANNEL, SessionCache } from './auth/session-cache.js';
 import { BackupScheduler, type BackupStatus } from './backup/scheduler.js';
@@ -35,6 +36,8 @@ export interface Environment {
   reloadSchema(): void;
   /** Its scheduled backups (BACKUP_DIR, embedded store only), updated in place; null when none. */
   readonly backup: BackupStatus | null;
+  /** This instance's sealer of the audit hash chain (src/platform/audit-chain), updated in place. */
+  readonly sealing: SealerStatus;
 }
 
 export const QUEUE_CHANNEL = 'cms_queue_changed';
@@ -89,6 +92,11 @@ export interface OpenEnvironmentsOptions {
   onOpen?: OnEnvironmentOpen;
   /** Where the database series go (pools, transaction time, failures); observed only when enabled. */
   metrics?: Metrics;
+  /**
+   * Seal the audit chain in the background (default true; the service always does). Tests that
+   * count connections or rows at rest open without it and seal when they mean to.
+   */
+  sealing?: boolean;
 }
 
 export function defaultOpenDb(config: Config, log: FastifyBaseLogger): OpenDb {
@@ -116,6 +124,7 @@ export class Environments {
   private readonly ready = new Map<EnvironmentName, Environment>();
   private readonly hosts = new Map<string, EnvironmentName>();
   private readonly retries = new Set<NodeJS.Timeout>();
+  private readonly sealers = new Map<EnvironmentName, AuditSealer>();
   private readonly keys: Record<EnvironmentName, ApiKeys>;
   private closed = false;
   private realtimeHandler: ((environment: EnvironmentName, db: Db, payload: string) => void) | undefined;
@@ -169,6 +178,7 @@ export class Environments {
       retryMs: options.retryMs ?? 5000,
       log: options.log,
       onOpen: options.onOpen ?? (async () => undefined),
+      sealing: options.sealing ?? true,
     }, options.metrics);
     try {
       await Promise.all(ENVIRONMENTS.map((name) => envs.tryOpen(name)));
@@ -203,6 +213,9 @@ export class Environments {
     this.retries.forEach(clearTimeout);
     this.retries.clear();
     await this.backups?.stop();
+    // Each sealer's last pass and shutdown checkpoint, on its still open database.
+    await Promise.all([...this.sealers.values()].map((sealer) => sealer.stop()));
+    this.sealers.clear();
     const open = [...this.ready.values()];
     this.ready.clear();
     await Promise.all(open.map((env) => env.db.close()));
@@ -252,6 +265,11 @@ export class Environments {
       return;
     }
     if (this.closed) return void (await db.close());
+    const sealer = new AuditSealer(name, db, this.options.log, this.config.auditSealIntervalMs);
+    if (this.options.sealing) {
+      this.sealers.set(name, sealer);
+      await sealer.start();
+    }
     let backup: BackupStatus | null = null;
     if (this.backups && isPglite(db)) backup = this.backups.add(name, db);
     else if (this.backups) this.options.log.warn({ environment: name }, 'BACKUP_DIR: this environment is on PostgreSQL and is not backed up by the service; use pg_dump or pg_basebackup (README, Operations)');
@@ -265,6 +283,7 @@ export class Environments {
       staleTimeoutMs: this.config.queueStaleTimeoutMs,
       reloadSchema,
       backup,
+      sealing: sealer.status,
     });
     this.options.log.info({ environment: name, store: db.kind }, 'environment ready');
   }

@@ -91,7 +91,7 @@ export interface EventRecord {
   created_at: string;
 }
 
-/** The columns of an EventRecord (not the derived search text). */
+/** The columns of an EventRecord (not the derived search text, nor the audit chain's sealing_tx). */
 export const EVENT_COLUMNS =
   'id, type, actor_kind, actor_chat_id, actor_name, report_id, before, after, data, correlation_id, is_supervisor, training_session_id, client_id, created_at';
 
@@ -102,7 +102,7 @@ export async function recordEvent(tx: Tx, event: EventInput): Promise<EventRecor
   const { rows } = await tx.query<EventRecord>(
     `insert into events (type, actor_kind, actor_chat_id, actor_name, report_id, before, after, data, correlation_id, is_supervisor, training_session_id, client_id)
      values ($1::text, $2::text, $3::text, $4::text, $5::text, $6::jsonb, $7::jsonb, $8::jsonb, $9::text, $10::boolean, $11::bigint, $12::text)
-     returning *`,
+     returning ${EVENT_COLUMNS}`,
     [
       event.type,
       actor.kind,

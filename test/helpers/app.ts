@@ -54,6 +54,8 @@ export interface TestAppOptions {
   environmentLogger?: Logger;
   /** Where live training events go (a recording one in the training tests). */
   broadcaster?: Broadcaster;
+  /** Seal the audit chain in the background as the service does (off by default: rows and connections stay at rest). */
+  sealing?: boolean;
 }
 
 export async function createTestApp(options: TestAppOptions = {}): Promise<TestApp> {
@@ -65,6 +67,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     metrics,
     retryMs: 100,
     onOpen: seedDemoOnFirstStart,
+    sealing: options.sealing ?? false,
     openDb: async (env) => {
       const custom = options.openDb?.[env.name];
       if (custom) return custom(env);

@@ -1,0 +1,55 @@
+// `npm run cli -- verify-audit --env <env> [--against <head hash>]` (issue 21): exit 0 with the
+// number of sealed rows and the head hash, or 1 naming the first row that does not match. Each run
+// is recorded for GET /admin/health (the audit section).
+import { pino } from 'pino';
+import { describeProblem, recordVerification, verifyChain } from './platform/audit-chain/verify.js';
+import { ENV_OPTION, parseEnvironment, parseOptions, UsageError } from './cli-options.js';
+import { loadConfig } from './config.js';
+import { DataFolderLockedError } from './platform/db/lock-file.js';
+import { migrate } from './platform/db/migrate.js';
+import type { Db } from './platform/db/types.js';
+import { defaultOpenDb } from './platform/environments.js';
+
+export const AUDIT_USAGE = `  verify-audit --env production|demo [--against <head hash>]
+      walk the audit hash chain: exit 0 with the rows sealed and the head hash, 1 naming the first
+      row that does not match; --against a checkpoint's head hash (from the log) proves the chain
+      still extends it`;
+
+async function verifyAuditCommand(args: string[]): Promise<number> {
+  const values = parseOptions(args, { ...ENV_OPTION, against: { type: 'string' } });
+  const env = parseEnvironment(values.env);
+  const against = values.against as string | undefined;
+  if (against !== undefined && !/^[0-9a-fA-F]{64}$/.test(against)) throw new UsageError('--against takes a head hash: 64 hexadecimal digits, as the audit checkpoint logs it');
+
+  const config = loadConfig();
+  let db: Db;
+  try {
+    db = await defaultOpenDb(config, pino({ level: 'warn' }))(config.environments[env]);
+  } catch (err) {
+    if (!(err instanceof DataFolderLockedError)) throw err;
+    console.error(`verify-audit: ${err.message}`);
+    console.error('The running service holds the embedded folder: stop it first, or verify a copy restored from a backup (README, Operations).');
+    return 1;
+  }
+  try {
+    await migrate(db);
+    const v = await verifyChain(db, { against });
+    await recordVerification(db, v, against);
+    const took = `${v.seconds.toFixed(1)} s`;
+    if (!v.ok) {
+      console.error(`${env}: audit chain does NOT verify: ${describeProblem(v.problem!)}`);
+      console.error(`${env}: the ${v.rows} seals before it verify, ending in ${v.head} (${took})`);
+      return 1;
+    }
+    console.log(`${env}: audit chain verifies: ${v.rows} rows, head ${v.head} (${took})`);
+    if (v.checkpointAt !== null) console.log(`${env}: extends checkpoint ${against!.toLowerCase()} (at ${v.checkpointAt} rows)`);
+    if (v.pending > 0) console.log(`${env}: ${v.pending} newer rows are not sealed yet (the running service seals them within seconds)`);
+    return 0;
+  } finally {
+    await db.close();
+  }
+}
+
+export const AUDIT_COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
+  'verify-audit': verifyAuditCommand,
+};
