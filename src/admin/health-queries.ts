@@ -98,7 +98,7 @@ select statement_timestamp() as read_at,
      cross join lateral (select x.created_at from events x where x.type = t.type order by x.created_at desc limit 1) e) as admin_event_newest_at,
   (select created_at from events order by created_at desc, id desc limit 1) as events_newest_at,
   h.position as chain_rows, encode(h.chain_hash, 'hex') as chain_head, h.sealed_at as chain_last_sealed_at,
-  (${capped(unsealed('events'))} + ${capped(unsealed('audit_log'))}) as unsealed_rows,
+  least($1::int, ${capped(unsealed('events'))} + ${capped(unsealed('audit_log'))}) as unsealed_rows,
   (select ${age('min(u.created_at)')} from (
      (select r.created_at from ${unsealed('events')} order by r.sealing_tx, r.id limit 1)
      union all (select r.created_at from ${unsealed('audit_log')} order by r.sealing_tx, r.id limit 1)) u) as unsealed_oldest_s,

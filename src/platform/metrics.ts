@@ -13,6 +13,7 @@
 import { performance } from 'node:perf_hooks';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
 import type { Queryable } from './db/types.js';
+import { withinDeadline } from './deadline.js';
 
 /** One value of a gauge read from a database; the environment label is added by the caller. */
 export interface Sample {
@@ -148,16 +149,5 @@ export class Metrics {
     const found = this.registry.getSingleMetric(name);
     if (found && !(found instanceof kind)) throw new Error(`metric ${name} is already registered as another type`);
     return found as T | undefined;
-  }
-}
-
-/** `work`'s result, or undefined when it fails or is not done in `ms` (it then finishes on its own, ignored). */
-async function withinDeadline<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), Math.max(0, ms))));
-  try {
-    return await Promise.race([work.catch(() => undefined), late]);
-  } finally {
-    clearTimeout(timer);
   }
 }

@@ -6,6 +6,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { EnvironmentName } from '../../config.js';
 import type { Db } from '../db/types.js';
+import { withinDeadline } from '../deadline.js';
 import { readHead, sealAvailable, type ChainHead } from './seal.js';
 
 export const CHECKPOINT_EVERY_MS = 60 * 60 * 1000;
@@ -62,14 +63,13 @@ export class AuditSealer {
     this.stopped = true;
     clearTimeout(this.timer);
     clearInterval(this.checkpointTimer);
-    const last = (async () => {
+    const last = async () => {
       await this.running;
       await this.sealNow();
       await this.checkpoint('shutdown');
-    })();
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), STOP_DEADLINE_MS)));
-    if ((await Promise.race([last, late]).finally(() => clearTimeout(timer))) === 'late') {
+      return true;
+    };
+    if ((await withinDeadline(last(), STOP_DEADLINE_MS)) === undefined) {
       this.log.warn({ environment: this.environment }, `audit chain: the shutdown pass and checkpoint did not finish within ${STOP_DEADLINE_MS} ms; the next sealer seals what is left`);
     }
   }
