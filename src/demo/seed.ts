@@ -154,7 +154,7 @@ export const RESET_TABLES: readonly { table: string; where?: string }[] = [
 // report_counts is derived: the triggers on reports keep it right through the deletes above.
 // health_state is the status last recorded by this deployment's health checks, not demo data.
 // realtime_outbox is transport, not data: broadcasts in flight between instances.
-// audit_chain_state is the sealer's mark: still right (the seeded rows' transaction is above it).
+// audit_chain_state holds the sealer's cursors: still right (the seeded rows' transaction comes after them).
 export const PRESERVED_TABLES: readonly string[] = ['schema_migrations', 'sessions', 'report_counts', 'health_state', 'realtime_outbox', 'audit_chain_state'];
 
 // Seeding and resetting take one advisory lock: two instances starting together, or two resets

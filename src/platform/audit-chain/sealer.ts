@@ -38,11 +38,13 @@ export class AuditSealer {
     private readonly intervalMs: number,
   ) {}
 
-  /** Seals what is waiting, logs the startup checkpoint, then runs every interval and hour. */
+  /**
+   * Logs the startup checkpoint, then seals in the background at once and every interval: a
+   * backlog (the first start on a database full of events) never holds the boot.
+   */
   async start(): Promise<void> {
-    await this.pass();
     await this.checkpoint('startup');
-    this.schedule();
+    this.schedule(0);
     this.checkpointTimer = setInterval(() => void this.checkpoint('hourly'), CHECKPOINT_EVERY_MS);
     this.checkpointTimer.unref();
   }
@@ -74,9 +76,9 @@ export class AuditSealer {
     }
   }
 
-  private schedule(): void {
+  private schedule(delayMs = this.intervalMs): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => void this.pass().then(() => this.schedule()), this.intervalMs);
+    this.timer = setTimeout(() => void this.pass().then(() => this.schedule()), delayMs);
     this.timer.unref();
   }
 
