@@ -5,9 +5,9 @@ import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sealAvailable } from '../src/platform/audit-chain/seal.js';
-import { verifyChain } from '../src/platform/audit-chain/verify.js';
+import { pendingRows, verifyChain } from '../src/platform/audit-chain/verify.js';
 import { migrate } from '../src/platform/db/migrate.js';
 import { openPglite } from '../src/platform/db/pglite.js';
 import { openPostgres } from '../src/platform/db/postgres.js';
@@ -63,6 +63,17 @@ describe(`checkpoints and verify-audit on ${storeName}`, () => {
       });
       expect(res.status).toBe(201);
     }
+    if (env.PRODUCTION_DATABASE_URL) {
+      // On a shared PostgreSQL server a write transaction of another test file holds sealing back
+      // (transaction ids are server-wide): let the running service seal the three first, as it
+      // will once that transaction ends. The embedded store has no such neighbour.
+      const db = await openProduction(env);
+      try {
+        await vi.waitFor(async () => expect(await count(db, 'audit_chain')).toBe((await count(db, 'events')) + (await count(db, 'audit_log'))), { timeout: 10_000, interval: 50 });
+      } finally {
+        await db.close();
+      }
+    }
     service.child.kill('SIGTERM');
     expect(await service.exited).toBe(0);
     const atStop = checkpoint('shutdown');
@@ -109,7 +120,8 @@ describe(`a sealer killed mid-batch on ${storeName}`, () => {
     }
     let db = await open();
     await migrate(db);
-    await sealAvailable(db);
+    // Everything sealed first (on a shared server another file's write transaction may hold it back a moment).
+    await vi.waitFor(async () => expect((await sealAvailable(db), await pendingRows(db))).toBe(0), { timeout: 10_000, interval: 50 });
     const sealedBefore = await count(db, 'audit_chain');
     for (let i = 0; i < 30; i++) await db.transaction((tx) => recordEvent(tx, { type: 'report.updated', actor: { kind: 'system' }, correlationId: `k-${i}` }));
     if (!url) await db.close();
