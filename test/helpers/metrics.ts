@@ -1,20 +1,18 @@
 // Metrics tests: the app with METRICS_PORT set and its metrics listener on an ephemeral port, and
 // the exposition read back through a strict parser of the Prometheus text format.
-import type { FastifyInstance } from 'fastify';
-import { listenMetrics } from '../../src/platform/http/metrics-server.js';
+import { listenMetrics, type MetricsServer } from '../../src/platform/http/metrics-server.js';
 import { createTestApp, type TestApp, type TestAppOptions } from './app.js';
 import { parsePrometheusText, type Family } from './prometheus-text.js';
 
 export interface MetricsTestApp extends TestApp {
-  metricsServer: FastifyInstance;
+  metricsServer: MetricsServer;
   metricsUrl: string;
 }
 
 export async function createMetricsTestApp(options: TestAppOptions = {}): Promise<MetricsTestApp> {
   const t = await createTestApp({ ...options, env: { METRICS_PORT: '0', ...options.env } });
   const metricsServer = await listenMetrics(t.metrics, { host: '127.0.0.1', port: 0 });
-  const address = metricsServer.server.address();
-  if (address === null || typeof address === 'string') throw new Error('no metrics port');
+  const address = metricsServer.address();
   return {
     ...t,
     metricsServer,
