@@ -179,7 +179,11 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
   await app.register(async (api) => {
     api.setNotFoundHandler(notFoundHandler);
     await api.register(cookie);
-    await api.register(requestContextPlugin, { environments, allowedOrigins });
+    await api.register(requestContextPlugin, {
+      environments,
+      allowedOrigins,
+      replicated: ENVIRONMENTS.some((name) => config.environments[name].replicaUrls.length > 0),
+    });
     await api.register(formbody, { bodyLimit: BODY_LIMIT });
     // NUL characters, lone surrogates and over-deep JSON, in every body, query and path parameter.
     api.addHook('preValidation', refuseUnstorableInput);

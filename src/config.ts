@@ -10,6 +10,8 @@ export interface EnvironmentConfig {
   name: EnvironmentName;
   hosts: string[];
   databaseUrl: string | undefined;
+  /** Streaming replicas of databaseUrl that serve reads (<ENV>_DATABASE_REPLICA_URLS); empty: none. */
+  replicaUrls: string[];
   apiKey: string | undefined;
   /** During a key rotation, the old key, accepted beside apiKey and counted (<ENV>_API_KEY_PREVIOUS). */
   apiKeyPrevious: string | undefined;
@@ -57,6 +59,8 @@ export interface Config {
   queueStaleTimeoutMs: number;
   /** How often each instance seals new audit rows (AUDIT_SEAL_INTERVAL_SECONDS, default 1, at most 4). */
   auditSealIntervalMs: number;
+  /** A replica further behind than this serves no reads (REPLICA_MAX_LAG_SECONDS, default 5). */
+  replicaMaxLagMs: number;
   /** Connections per environment's PostgreSQL pool, per instance. */
   databasePoolSize: number;
   /** A request (headers and body) not received within this is answered 408 and its socket closed. */
@@ -115,6 +119,7 @@ export function parseConfig(env: Env): Config {
       name,
       hosts: read(`${prefix}_HOSTS`, name === 'production' ? ['localhost', '127.0.0.1'] : ['demo.localhost'], parseHosts),
       databaseUrl: read(`${prefix}_DATABASE_URL`, undefined, parsePostgresUrl),
+      replicaUrls: read(`${prefix}_DATABASE_REPLICA_URLS`, [], (v) => parseList(v, parsePostgresUrl)),
       apiKey: read(`${prefix}_API_KEY`, undefined, parseApiKey),
       apiKeyPrevious: read(`${prefix}_API_KEY_PREVIOUS`, undefined, parseApiKey),
       realtimeSigningSecret: read(`${prefix}_REALTIME_SIGNING_SECRET`, undefined, parseSecret),
@@ -127,6 +132,12 @@ export function parseConfig(env: Env): Config {
   const shared = production.hosts.filter((h) => demo.hosts.includes(h));
   if (shared.length > 0) problems.push(`PRODUCTION_HOSTS, DEMO_HOSTS: ${shared.join(', ')} listed in both`);
   problems.push(...apiKeyProblems(environments));
+  for (const { name, databaseUrl, replicaUrls } of Object.values(environments)) {
+    const prefix = name.toUpperCase();
+    // Replicas copy a PostgreSQL primary; the embedded store has none to copy.
+    if (replicaUrls.length > 0 && databaseUrl === undefined) problems.push(`${prefix}_DATABASE_REPLICA_URLS: set without ${prefix}_DATABASE_URL (replicas serve a PostgreSQL primary's reads)`);
+    if (databaseUrl !== undefined && replicaUrls.includes(databaseUrl)) problems.push(`${prefix}_DATABASE_REPLICA_URLS: lists ${prefix}_DATABASE_URL itself`);
+  }
 
   const dashboardOrigins = read('DASHBOARD_ORIGINS', [], (v) => parseList(v, parseOrigin));
   const clientId = str('CHAT_OAUTH_CLIENT_ID');
@@ -160,6 +171,7 @@ export function parseConfig(env: Env): Config {
     gameRelayTimeoutMs: read('GAME_RELAY_TIMEOUT_SECONDS', 2, parseSeconds) * 1000,
     gamePlayersTtlMs: read('GAME_PLAYERS_TTL_SECONDS', 3, parseSeconds) * 1000,
     queueStaleTimeoutMs: read('QUEUE_STALE_TIMEOUT_SECONDS', 600, parseSeconds) * 1000,
+    replicaMaxLagMs: Math.round(read('REPLICA_MAX_LAG_SECONDS', 5, parseReplicaLag) * 1000),
     auditSealIntervalMs: Math.round(read('AUDIT_SEAL_INTERVAL_SECONDS', 1, parseSealInterval) * 1000),
     databasePoolSize: read('DATABASE_POOL_SIZE', 10, parsePoolSize),
     // Whole milliseconds, at least one: Node takes integers, and 0 would mean "no timeout".
@@ -266,6 +278,13 @@ function parsePoolSize(raw: string): number {
 function parseSeconds(raw: string): number {
   const seconds = Number(raw);
   if (!/^\d+(\.\d+)?$/.test(raw) || seconds <= 0 || seconds > 86_400) throw new Error('expected a number of seconds above 0, at most 86400');
+  return seconds;
+}
+
+/** Read positions are kept 15 minutes (replicas.ts): a replica may not lag longer than that and serve. */
+function parseReplicaLag(raw: string): number {
+  const seconds = Number(raw);
+  if (!/^\d+(\.\d+)?$/.test(raw) || seconds < 0.1 || seconds > 300) throw new Error('expected a number of seconds from 0.1 to 300');
   return seconds;
 }
 

@@ -64,6 +64,7 @@ describe('the answer', () => {
       migrations_applied: LATEST_MIGRATION,
       migrations_expected: LATEST_MIGRATION,
       migrations_current: true,
+      replicas: [],
     });
     expect(body.database.round_trip_ms).toBeGreaterThanOrEqual(0);
     expect(body.database.query_ms).toBeGreaterThan(0);

@@ -28,12 +28,14 @@ describe('parseConfig', () => {
       gameServerKey: undefined,
       queueStaleTimeoutMs: 600_000,
       auditSealIntervalMs: 1_000,
+      replicaMaxLagMs: 5_000,
       databasePoolSize: 10,
     });
     expect(config.environments.production).toEqual({
       name: 'production',
       hosts: ['localhost', '127.0.0.1'],
       databaseUrl: undefined,
+      replicaUrls: [],
       apiKey: undefined,
       apiKeyPrevious: undefined,
       realtimeSigningSecret: undefined,
@@ -76,6 +78,8 @@ describe('parseConfig', () => {
       QUEUE_STALE_TIMEOUT_SECONDS: '2.5',
       AUDIT_SEAL_INTERVAL_SECONDS: '0.5',
       DATABASE_POOL_SIZE: '16',
+      PRODUCTION_DATABASE_REPLICA_URLS: 'postgres://u:p@replica-1:5432/prod, postgres://u:p@replica-2:5432/prod',
+      REPLICA_MAX_LAG_SECONDS: '2.5',
     });
     expect(config.port).toBe(8080);
     expect(config.environments.production.hosts).toEqual(['api.example.org', 'cases.example.org']);
@@ -102,6 +106,9 @@ describe('parseConfig', () => {
     expect(config.queueStaleTimeoutMs).toBe(2500);
     expect(config.auditSealIntervalMs).toBe(500);
     expect(config.databasePoolSize).toBe(16);
+    expect(config.environments.production.replicaUrls).toEqual(['postgres://u:p@replica-1:5432/prod', 'postgres://u:p@replica-2:5432/prod']);
+    expect(config.environments.demo.replicaUrls).toEqual([]);
+    expect(config.replicaMaxLagMs).toBe(2500);
   });
 
   it('leaves OAuth unconfigured (not an error) while any of its three values is missing', () => {
@@ -125,6 +132,11 @@ describe('parseConfig', () => {
     [{ QUEUE_STALE_TIMEOUT_SECONDS: '10m' }, 'QUEUE_STALE_TIMEOUT_SECONDS: expected a number of seconds above 0'],
     [{ AUDIT_SEAL_INTERVAL_SECONDS: '5' }, 'AUDIT_SEAL_INTERVAL_SECONDS: expected a number of seconds from 0.1 to 4'],
     [{ AUDIT_SEAL_INTERVAL_SECONDS: '0.05' }, 'AUDIT_SEAL_INTERVAL_SECONDS: expected a number of seconds from 0.1 to 4'],
+    [{ DEMO_DATABASE_REPLICA_URLS: 'postgres://r:5432/demo' }, 'DEMO_DATABASE_REPLICA_URLS: set without DEMO_DATABASE_URL (replicas serve a PostgreSQL primary\'s reads)'],
+    [{ PRODUCTION_DATABASE_URL: 'postgres://p:5432/db', PRODUCTION_DATABASE_REPLICA_URLS: 'replica:5432/db' }, 'PRODUCTION_DATABASE_REPLICA_URLS: expected a postgres:// connection URL'],
+    [{ PRODUCTION_DATABASE_URL: 'postgres://p:5432/db', PRODUCTION_DATABASE_REPLICA_URLS: 'postgres://r:5432/db,postgres://p:5432/db' }, 'PRODUCTION_DATABASE_REPLICA_URLS: lists PRODUCTION_DATABASE_URL itself'],
+    [{ REPLICA_MAX_LAG_SECONDS: '301' }, 'REPLICA_MAX_LAG_SECONDS: expected a number of seconds from 0.1 to 300'],
+    [{ REPLICA_MAX_LAG_SECONDS: '0' }, 'REPLICA_MAX_LAG_SECONDS: expected a number of seconds from 0.1 to 300'],
     [{ DATABASE_POOL_SIZE: '0' }, 'DATABASE_POOL_SIZE: expected a whole number from 1 to 100'],
     [{ DATABASE_POOL_SIZE: 'many' }, 'DATABASE_POOL_SIZE: expected a whole number from 1 to 100'],
     [{ TRUST_PROXY: 'maybe' }, 'TRUST_PROXY: expected true, false, or a list of proxy addresses/CIDRs'],

@@ -4,6 +4,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../platform/db/types.js';
+import { readDb } from '../platform/http/request-context.js';
 import { COMMON_ERRORS, errorResponses, nullableString, stringEnum, timestamp, pageOffset } from '../platform/http/schemas.js';
 
 /** Spec Limits: GET /admin/audit answers at most 200 rows. */
@@ -89,7 +90,7 @@ export const adminAuditRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { agent, action, target, limit, offset } = request.query;
-      const result = await listAdminAudit(request.environment.db, { agent, action, target }, limit ?? 50, offset ?? 0);
+      const result = await listAdminAudit(readDb(request), { agent, action, target }, limit ?? 50, offset ?? 0);
       return { success: true as const, ...result };
     },
   );

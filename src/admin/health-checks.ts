@@ -4,6 +4,7 @@
 import type { HubStats } from '../realtime/hub.js';
 import { GENESIS_HASH } from '../platform/audit-chain/hashes.js';
 import type { BackupStatus } from '../platform/backup/scheduler.js';
+import type { ReplicaStatus } from '../platform/db/replicas.js';
 import type { StoreKind } from '../platform/db/types.js';
 import type { HealthReading } from './health-queries.js';
 import type { HealthSections, HealthStatus, SectionName } from './health-schemas.js';
@@ -82,6 +83,13 @@ function backupFinding(backup: BackupStatus | null): Finding {
   return ['warn', `the latest scheduled backup failed: ${backup.lastError} (last good one: ${backup.lastGoodAt?.toISOString() ?? 'none'})`];
 }
 
+/** database: a replica that serves no reads (its reads go to the primary: slower, never wrong). */
+function replicaFinding(replica: ReplicaStatus): Finding {
+  if (replica.state === 'ok' || replica.state === 'starting') return null;
+  if (replica.state === 'lagging') return ['warn', `replica ${replica.name} is ${replica.lag_s} s behind the primary: skipped (REPLICA_MAX_LAG_SECONDS)`];
+  return ['warn', `replica ${replica.name} is ${replica.state === 'down' ? 'down' : 'not in recovery'}: skipped (${replica.last_error})`];
+}
+
 export interface HealthInputs {
   /** Undefined when the database did not answer; `failure` says why. */
   reading: HealthReading | undefined;
@@ -100,6 +108,8 @@ export interface HealthInputs {
   version: string;
   /** This instance's scheduled backups of the environment; null when it takes none. */
   backup: BackupStatus | null;
+  /** The environment's read replicas as this instance sees them (empty: none configured). */
+  replicas: ReplicaStatus[];
 }
 
 /** The hub's counts and the broadcasts that failed to send. */
@@ -125,6 +135,7 @@ export function judgeSections(input: HealthInputs): HealthSections {
       input.roundTripMs !== null && input.roundTripMs >= DATABASE_ROUND_TRIP_WARN_MS &&
         ['warn', `round trip ${Math.round(input.roundTripMs)} ms (warn at ${DATABASE_ROUND_TRIP_WARN_MS} ms)`],
       backupFinding(input.backup),
+      ...input.replicas.map(replicaFinding),
     ],
     {
       store: input.store,
@@ -139,6 +150,7 @@ export function judgeSections(input: HealthInputs): HealthSections {
         last_error: input.backup.lastError,
         interval_s: input.backup.intervalMs / 1000,
       },
+      replicas: input.replicas,
     },
   );
 

@@ -52,6 +52,21 @@ export const DatabaseSection = section('The environment database: reachable in t
     required: ['last_good_at', 'last_error_at', 'last_error', 'interval_s'],
     additionalProperties: false,
   }),
+  replicas: Type.Array(
+    Type.Object(
+      {
+        name: Type.String({ description: 'host:port/database of the replica (no credentials)' }),
+        state: stringEnum(['ok', 'lagging', 'down', 'not_in_recovery', 'starting'] as const, { description: "ok: serves reads; lagging: further behind than REPLICA_MAX_LAG_SECONDS; down: not answering; not_in_recovery: not a replica (promoted, or a primary's URL); starting: not polled yet" }),
+        lag_s: nullableNumber('Seconds since the primary was last at a position this replica has replayed (0: caught up; null: down)'),
+        replayed_lsn: Type.Union([Type.String(), Type.Null()], { description: "The replica's pg_last_wal_replay_lsn() as this instance last read it" }),
+        paused: Type.Boolean({ description: 'Replay is paused on the replica (pg_wal_replay_pause())' }),
+        reads: Type.Integer({ description: 'Reads this instance sent to it since it started' }),
+        last_error: Type.Union([Type.String(), Type.Null()], { description: 'Why it is skipped, when it is' }),
+      },
+      { additionalProperties: false },
+    ),
+    { description: 'The read replicas (<ENV>_DATABASE_REPLICA_URLS) as this instance sees them; empty when none are configured' },
+  ),
 });
 
 const REALTIME_FIELDS = ['connections', 'channels', 'delivered', 'refused_joins', 'dropped_frames', 'slow_skips', 'broadcast_failures'] as const;

@@ -87,6 +87,7 @@ async function checkHealth(ctx: HealthContext): Promise<HealthResult> {
       realtime: ctx.realtime,
       version: VERSION,
       backup: env.backup,
+      replicas: env.replicas?.status() ?? [],
     });
   const record = (sections: HealthSections, readAt: string | null) => ({
     status: worstOf(Object.values(sections).map((s) => s.status)),

@@ -5,7 +5,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
 import { errors } from '../platform/errors.js';
-import { actorOf } from '../platform/http/request-context.js';
+import { actorOf, readDb } from '../platform/http/request-context.js';
 import { COMMON_ERRORS, errorResponses, nullableString } from '../platform/http/schemas.js';
 import type { Queryable } from '../platform/db/types.js';
 import { addTimeline, findReport, updateReportFields, type ReportChanges, type ReportRow } from '../reports/queries.js';
@@ -78,7 +78,7 @@ export const adminReportRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => ({
       success: true as const,
-      reports: await searchReports(request.environment.db, request.query.search ?? '', request.query.limit ?? ADMIN_REPORTS_LIMIT),
+      reports: await searchReports(readDb(request), request.query.search ?? '', request.query.limit ?? ADMIN_REPORTS_LIMIT),
     }),
   );
 

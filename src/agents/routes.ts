@@ -8,7 +8,7 @@ import { requireAdmin, sessionAgent } from '../platform/auth/guards.js';
 import { rankIndex } from '../platform/auth/permissions.js';
 import { assertDirectorRemains, assertMayAdminister, mayRemoveDirector } from './administration.js';
 import { errors } from '../platform/errors.js';
-import { actorOf } from '../platform/http/request-context.js';
+import { actorOf, readDb } from '../platform/http/request-context.js';
 import { COMMON_ERRORS, errorResponses } from '../platform/http/schemas.js';
 import { agentOf, findAgent, insertAgent, listAgents, lockAgents, updateAgent } from './queries.js';
 import { AgentList, AgentListQuery, AgentParams, AgentResult, CreateAgentBody, UpdateAgentBody } from './schemas.js';
@@ -23,7 +23,7 @@ export const agentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'either', permission: 'view_agents' },
       schema: { tags, summary: 'All agents, newest first', querystring: AgentListQuery, response: { 200: AgentList, ...errorResponses(400, ...COMMON_ERRORS) } },
     },
-    async (request) => ({ success: true as const, agents: await listAgents(request.environment.db, request.query.status) }),
+    async (request) => ({ success: true as const, agents: await listAgents(readDb(request), request.query.status) }),
   );
 
   app.get(
@@ -33,7 +33,7 @@ export const agentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: { tags, summary: 'One agent', params: AgentParams, response: { 200: AgentResult, ...errorResponses(400, 404, ...COMMON_ERRORS) } },
     },
     async (request) => {
-      const agent = await findAgent(request.environment.db, request.params.chat_id);
+      const agent = await findAgent(readDb(request), request.params.chat_id);
       if (!agent) throw errors.notFound(`Agent ${request.params.chat_id}`);
       return { success: true as const, agent };
     },

@@ -2,6 +2,7 @@
 // stay hidden from sessions below supervisor rank whatever the parameters; the bot sees them all.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { isSupervisorRank } from '../platform/auth/permissions.js';
+import { readDb } from '../platform/http/request-context.js';
 import { COMMON_ERRORS, errorResponses } from '../platform/http/schemas.js';
 import { describeEvent, findCaseIds, searchEvents } from './queries.js';
 import { AuditList, AuditQuery } from './schemas.js';
@@ -19,7 +20,7 @@ export const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const limit = query.limit ?? 100;
       const offset = query.offset ?? 0;
       const search = query.search || undefined;
-      const db = request.environment.db;
+      const db = readDb(request);
       const caseIds = search === undefined ? [] : await findCaseIds(db, search);
       const filter = {
         search,

@@ -155,7 +155,9 @@ export const RESET_TABLES: readonly { table: string; where?: string }[] = [
 // health_state is the status last recorded by this deployment's health checks, not demo data.
 // realtime_outbox is transport, not data: broadcasts in flight between instances.
 // audit_chain_state holds the sealer's cursors: still right (the seeded rows' transaction comes after them).
-export const PRESERVED_TABLES: readonly string[] = ['schema_migrations', 'sessions', 'report_counts', 'health_state', 'realtime_outbox', 'audit_chain_state'];
+// read_positions are the callers' WAL positions for read-your-writes: a reset is itself a write
+// whose position its caller gets, so no position may go back.
+export const PRESERVED_TABLES: readonly string[] = ['schema_migrations', 'sessions', 'report_counts', 'health_state', 'realtime_outbox', 'audit_chain_state', 'read_positions'];
 
 // Seeding and resetting take one advisory lock: two instances starting together, or two resets
 // at once, run one after the other instead of deadlocking on each other's rows.

@@ -29,7 +29,7 @@ export const disciplineRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/discipline/next',
     {
-      config: { auth: 'key' },
+      config: { auth: 'key', changes: true },
       schema: {
         tags,
         summary: 'Claim the oldest due delivery, after the expiry and stale sweeps; 204 when nothing is due',

@@ -12,6 +12,7 @@ import { migrate } from './db/migrate.js';
 import { observeDatabases, type DbObserver } from './db/observe.js';
 import { openPglite, type PgliteDb } from './db/pglite.js';
 import { openPostgres } from './db/postgres.js';
+import { ReplicaSet } from './db/replicas.js';
 import { DbError, type Db } from './db/types.js';
 import { fromDbError } from './errors.js';
 import type { Metrics } from './metrics.js';
@@ -38,6 +39,11 @@ export interface Environment {
   readonly backup: BackupStatus | null;
   /** This instance's sealer of the audit hash chain (src/platform/audit-chain), updated in place. */
   readonly sealing: SealerStatus;
+  /**
+   * The streaming replicas that serve this environment's reads (<ENV>_DATABASE_REPLICA_URLS), or
+   * undefined when none are configured. Routes read through `readDb(request)`, never this directly.
+   */
+  readonly replicas: ReplicaSet | undefined;
 }
 
 export const QUEUE_CHANNEL = 'cms_queue_changed';
@@ -125,6 +131,7 @@ export class Environments {
   private readonly hosts = new Map<string, EnvironmentName>();
   private readonly retries = new Set<NodeJS.Timeout>();
   private readonly sealers = new Map<EnvironmentName, AuditSealer>();
+  private readonly replicaSets = new Map<EnvironmentName, ReplicaSet>();
   private readonly keys: Record<EnvironmentName, ApiKeys>;
   private closed = false;
   private realtimeHandler: ((environment: EnvironmentName, db: Db, payload: string) => void) | undefined;
@@ -154,6 +161,21 @@ export class Environments {
         ['environment'],
       );
       if (metrics.enabled) this.observer = observeDatabases(metrics, () => this.ready.values());
+      // Read replicas (issue 22): each one's lag and whether it serves, and where the reads went.
+      metrics.gauge('cms_db_replica_lag_seconds', 'Seconds since the primary was last at a position the replica has replayed, per environment and replica (absent while down)', ['environment', 'replica'], (gauge) => {
+        gauge.reset();
+        for (const [environment, set] of this.replicaSets) for (const r of set.status()) if (r.lag_s !== null) gauge.set({ environment, replica: r.name }, r.lag_s);
+      });
+      metrics.gauge('cms_db_replica_serving', 'Whether the replica serves reads (1) or is skipped: down, lagging or not in recovery (0), per environment and replica', ['environment', 'replica'], (gauge) => {
+        gauge.reset();
+        for (const [environment, set] of this.replicaSets) for (const r of set.status()) gauge.set({ environment, replica: r.name }, r.state === 'ok' ? 1 : 0);
+      });
+      metrics.counterFrom(
+        'cms_db_reads_total',
+        'Reads that tolerate replication, by where they went: a replica, or the primary because no replica had replayed the caller\'s last change in time (behind), none was serving (unavailable) or the replica failed (error)',
+        () => [...this.replicaSets].flatMap(([environment, set]) => Object.entries(set.routed).map(([route, value]) => ({ labels: { environment, route }, value }))),
+        ['environment', 'route'],
+      );
     }
     this.backups = config.backup ? new BackupScheduler(config.backup, options.log) : undefined;
     // An environment the service backs up has a series from the start (0 until the first good
@@ -216,6 +238,8 @@ export class Environments {
     // Each sealer's last pass and shutdown checkpoint, on its still open database.
     await Promise.all([...this.sealers.values()].map((sealer) => sealer.stop()));
     this.sealers.clear();
+    await Promise.all([...this.replicaSets.values()].map((replicas) => replicas.close()));
+    this.replicaSets.clear();
     const open = [...this.ready.values()];
     this.ready.clear();
     await Promise.all(open.map((env) => env.db.close()));
@@ -270,6 +294,21 @@ export class Environments {
       this.sealers.set(name, sealer);
       await sealer.start();
     }
+    let replicas: ReplicaSet | undefined;
+    if (envConfig.replicaUrls.length > 0) {
+      replicas = new ReplicaSet({
+        primary: db,
+        urls: envConfig.replicaUrls,
+        maxLagSeconds: this.config.replicaMaxLagMs / 1000,
+        poolSize: this.config.databasePoolSize,
+        applicationName: `case-management-service:${name}`,
+        onIdleError: (err) => this.options.log.error({ err, environment: name }, 'idle replica connection failed'),
+        log: this.options.log.child({ environment: name }),
+      });
+      this.replicaSets.set(name, replicas);
+      // Never fails: a replica that is not there yet is down, and reads go to the primary.
+      await replicas.start();
+    }
     let backup: BackupStatus | null = null;
     if (this.backups && isPglite(db)) backup = this.backups.add(name, db);
     else if (this.backups) this.options.log.warn({ environment: name }, 'BACKUP_DIR: this environment is on PostgreSQL and is not backed up by the service; use pg_dump or pg_basebackup (README, Operations)');
@@ -284,6 +323,7 @@ export class Environments {
       reloadSchema,
       backup,
       sealing: sealer.status,
+      replicas,
     });
     this.options.log.info({ environment: name, store: db.kind }, 'environment ready');
   }

@@ -78,7 +78,7 @@ export const actionQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
     app.get(
       url,
       {
-        config: { auth: 'key' },
+        config: { auth: 'key', changes: true },
         schema: {
           tags,
           summary,

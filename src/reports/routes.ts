@@ -7,7 +7,7 @@ import { hasPermission, isSupervisorRank } from '../platform/auth/permissions.js
 import { errors } from '../platform/errors.js';
 import type { Tx } from '../platform/db/types.js';
 import { recordEvent, type Actor } from '../platform/events.js';
-import { actorOf } from '../platform/http/request-context.js';
+import { actorOf, readDb } from '../platform/http/request-context.js';
 import { COMMON_ERRORS, errorResponses } from '../platform/http/schemas.js';
 import { listAllReports, listReportPage, redact } from './list.js';
 import {
@@ -97,7 +97,7 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const q = request.query;
-      const db = request.environment.db;
+      const db = readDb(request);
       const supervisor = maySeeSupervisor(request);
       if (q.limit === undefined) {
         const stray = PAGE_ONLY.find((name) => q[name] !== undefined);
@@ -127,7 +127,7 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: { tags, summary: 'One full report', params: ReportParams, response: { 200: FullReportResult, ...errorResponses(400, 404, ...COMMON_ERRORS) } },
     },
     async (request) => {
-      const report = await loadFullReport(request.environment.db, request.params.report_id);
+      const report = await loadFullReport(readDb(request), request.params.report_id);
       if (!report) throw errors.notFound(`Report ${request.params.report_id}`);
       assertMaySeeSupervisor(request, report.is_supervisor);
       return { success: true as const, report };

@@ -9,7 +9,7 @@ import { isSupervisorRank } from '../platform/auth/permissions.js';
 import type { Tx } from '../platform/db/types.js';
 import { errors } from '../platform/errors.js';
 import type { Actor } from '../platform/events.js';
-import { actorOf } from '../platform/http/request-context.js';
+import { actorOf, readDb } from '../platform/http/request-context.js';
 import { announce, announceOnCommit, type AnnounceDeps, type Announcement } from './broadcaster.js';
 import { findSession, lockSession, type SessionRow } from './session-queries.js';
 import { roleOf, type Role } from './session-view.js';
@@ -50,7 +50,8 @@ function participation(session: SessionRow | undefined, id: number, agent: Agent
 /** A read: the session and the caller's role; a trainee on a pending or aborted session gets 409 NO_ACTIVE_SESSION. */
 export async function readSession(request: FastifyRequest, id: number): Promise<{ session: SessionRow; role: Role }> {
   const agent = sessionAgent(request);
-  const session = await findSession(request.environment.db, id);
+  // Read as of now: a member often reads on hearing a broadcast of another member's change.
+  const session = await findSession(readDb(request, { latest: true }), id);
   const role = participation(session, id, agent, 'participant');
   if (role === 'trainee' && !TRAINEE_VISIBLE.has(session!.status)) throw noActiveSession(session!);
   return { session: session!, role };

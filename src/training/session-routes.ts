@@ -8,7 +8,7 @@ import { sessionAgent } from '../platform/auth/guards.js';
 import type { Tx } from '../platform/db/types.js';
 import { errors } from '../platform/errors.js';
 import { COMMON_ERRORS, errorResponses } from '../platform/http/schemas.js';
-import { actorOf } from '../platform/http/request-context.js';
+import { actorOf, readDb } from '../platform/http/request-context.js';
 import { announce, announceOnCommit, trainingEvent } from './broadcaster.js';
 import { initialState } from './engine.js';
 import { changeSession, readSession, trainer, type TrainingDeps } from './session-access.js';
@@ -111,7 +111,7 @@ export const trainingSessionRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = as
     },
     async (request) => {
       const me = sessionAgent(request);
-      const rows = await listSessions(request.environment.db, me.chat_id, SESSION_LIST_LIMIT);
+      const rows = await listSessions(readDb(request, { latest: true }), me.chat_id, SESSION_LIST_LIMIT);
       const sessions = rows.map(({ scenario_titles, active_scenario_title, ...session }) => ({
         ...sessionView(session, roleOf(session, me.chat_id)!),
         scenario_titles,
@@ -134,7 +134,7 @@ export const trainingSessionRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = as
     },
     async (request) => {
       const { session, role } = await readSession(request, request.params.session_id);
-      return loadSessionPayload(request.environment.db, session, role);
+      return loadSessionPayload(readDb(request, { latest: true }), session, role);
     },
   );
 

@@ -61,6 +61,8 @@ export interface TestAppOptions {
 export async function createTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const config = testConfig(options.env);
   const databases: Partial<Record<EnvironmentName, TestDatabase>> = {};
+  // Opened by options.openDb: the environments close them; nothing to drop.
+  const opened: Partial<Record<EnvironmentName, Db>> = {};
   const metrics = new Metrics(config.metricsPort !== undefined);
   const environments = await Environments.open(config, {
     log: options.environmentLogger ?? silentLog,
@@ -70,7 +72,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     sealing: options.sealing ?? false,
     openDb: async (env) => {
       const custom = options.openDb?.[env.name];
-      if (custom) return custom(env);
+      if (custom) return (opened[env.name] = await custom(env));
       databases[env.name] = await createTestDatabase();
       return databases[env.name]!.db;
     },
@@ -81,7 +83,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     app,
     config,
     environments,
-    db: { production: databases.production?.db, demo: databases.demo?.db } as Record<EnvironmentName, Db>,
+    db: { production: databases.production?.db ?? opened.production, demo: databases.demo?.db ?? opened.demo } as Record<EnvironmentName, Db>,
     metrics,
     urls: { production: databases.production?.url, demo: databases.demo?.url },
     async close() {

@@ -12,6 +12,8 @@ export interface PostgresOptions {
   connectionString: string;
   max?: number;
   applicationName?: string;
+  /** How long to wait for a new connection before failing (pg's default: forever). */
+  connectionTimeoutMillis?: number;
   onIdleError?: (err: Error) => void;
 }
 
@@ -61,6 +63,7 @@ export function openPostgres(options: PostgresOptions): Db {
     connectionString: options.connectionString,
     max,
     application_name: options.applicationName ?? 'case-management-service',
+    ...(options.connectionTimeoutMillis ? { connectionTimeoutMillis: options.connectionTimeoutMillis } : {}),
     types,
   });
   // An idle client losing its connection must not crash the process; the next query reconnects.

@@ -6,6 +6,8 @@ import type { AgentRow } from '../auth/agent-row.js';
 import { adminRefusal, type AdminCapability } from '../auth/guards.js';
 import { hasPermission, type Permission } from '../auth/permissions.js';
 import { findSessionAgent, hashToken, SESSION_COOKIE, type SessionAgent } from '../auth/sessions.js';
+import { positionOf, recordPosition } from '../db/replicas.js';
+import type { QueryOptions, Queryable } from '../db/types.js';
 import type { Environment, Environments } from '../environments.js';
 import { errors } from '../errors.js';
 import type { Actor } from '../events.js';
@@ -30,6 +32,11 @@ declare module 'fastify' {
     admin?: AdminCapability;
     /** Opt in to application/x-www-form-urlencoded bodies (report creation). */
     acceptsForm?: boolean;
+    /**
+     * A GET that changes data (a queue pickup claims an item): like every POST, PATCH, PUT and
+     * DELETE, it records its caller's read position, so that caller's next reads see the change.
+     */
+    changes?: boolean;
   }
   interface FastifyRequest {
     /** The resolved environment (every route of the API context has one). */
@@ -44,6 +51,8 @@ export interface RequestContextOptions {
   environments: Environments;
   /** Origins whose state-changing session requests are accepted (dashboard and training). */
   allowedOrigins: ReadonlySet<string>;
+  /** Some environment has read replicas: changing requests record their caller's read position. */
+  replicated?: boolean;
 }
 
 export function actorOf(request: FastifyRequest): Actor {
@@ -54,6 +63,50 @@ export function actorOf(request: FastifyRequest): Actor {
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** Who a read position belongs to: one browser session, or the bot's key (either of its keys). */
+function callerOf(request: FastifyRequest): string | undefined {
+  const principal = request.principal;
+  if (principal?.kind === 'key') return 'key';
+  if (principal?.kind === 'session') return `session:${hashToken(principal.token)}`;
+  return undefined;
+}
+
+const readPositions = new WeakMap<FastifyRequest, Promise<bigint>>();
+
+export interface ReadOptions {
+  /**
+   * Everything committed before this read began, not only the caller's own changes: for reads a
+   * client makes on hearing a realtime broadcast (training sessions), whose change another caller
+   * committed moments ago. The primary's current WAL position replaces the caller's.
+   */
+  latest?: boolean;
+}
+
+/**
+ * Where a route's reads go when they tolerate replication (lists, details, searches: issue 22):
+ * a replica that has replayed the caller's last change, else the primary. The environment's Db
+ * itself when it has no replicas. Everything that decides a write reads `environment.db`.
+ */
+export function readDb(request: FastifyRequest, options: ReadOptions = {}): Queryable {
+  const environment = request.environment;
+  const replicas = environment.replicas;
+  if (replicas === undefined) return environment.db;
+  const caller = callerOf(request);
+  // The position once per request, however many statements it reads.
+  const position = () => {
+    let found = readPositions.get(request);
+    if (!found) {
+      found = options.latest ? replicas.primaryPosition(environment.db) : caller === undefined ? Promise.resolve(0n) : positionOf(environment.db, caller);
+      readPositions.set(request, found);
+    }
+    return found;
+  };
+  return {
+    query: async <R>(text: string, values?: readonly unknown[], queryOptions?: QueryOptions) => replicas.query<R>(await position(), text, values, queryOptions),
+    exec: (sql) => environment.db.exec(sql),
+  };
+}
 
 const announcesOversizedBody = (request: FastifyRequest) => Number(request.headers['content-length'] ?? 0) > BODY_LIMIT;
 
@@ -127,7 +180,7 @@ async function authenticate(request: FastifyRequest, allowedOrigins: ReadonlySet
 }
 
 export const requestContextPlugin = fp(
-  async (app: FastifyInstance, { environments, allowedOrigins }: RequestContextOptions) => {
+  async (app: FastifyInstance, { environments, allowedOrigins, replicated }: RequestContextOptions) => {
     app.decorateRequest('environment', null as unknown as Environment);
     app.decorateRequest('principal', null);
 
@@ -149,6 +202,24 @@ export const requestContextPlugin = fp(
       if (type === FORM && !request.routeOptions.config.acceptsForm) throw errors.unsupportedMediaType(FORM);
       await resolveEnvironment(environments, request);
       await authenticate(request, allowedOrigins);
+    });
+
+    // Read-your-writes with replicas: a request that may have changed something records its
+    // caller's position before its answer leaves, so the caller's next request (on any instance)
+    // cannot overtake it. Not installed at all without replicas (a hook per request costs).
+    if (replicated) app.addHook('onSend', async (request: FastifyRequest) => {
+      const environment = request.environment as Environment | null;
+      if (!environment?.replicas) return;
+      if (SAFE_METHODS.has(request.method) && !request.routeOptions.config.changes) return;
+      const caller = callerOf(request);
+      if (caller === undefined) return;
+      try {
+        await recordPosition(environment.db, caller);
+      } catch (err) {
+        // The change is made; without its position the caller's next reads may come from a replica
+        // that has not replayed it yet, for as long as that replica lags.
+        request.log.error({ err, caller: caller.split(':')[0] }, 'read position not recorded');
+      }
     });
   },
   { name: 'request-context', dependencies: ['@fastify/cookie'] },

@@ -1,0 +1,298 @@
+// Read replicas with read-your-writes (issue 22), against a real streaming replica: the clusters
+// scripts/replica-clusters.sh brings up (primary on 5441, replica on 5442; .ci/run runs it first).
+// The tests run whenever that replica answers; with REPLICA_TESTS_REQUIRED=1 (CI) they fail
+// instead of skipping when it does not.
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openPostgres } from '../src/platform/db/postgres.js';
+import { formatLsn, parseLsn } from '../src/platform/db/replicas.js';
+import { createTestApp, DASHBOARD_ORIGIN, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
+import { chatId, signedIn } from './helpers/identity.js';
+import { createSession, get, importDemoScenarios, newTrainee, newTrainer, post } from './helpers/training.js';
+
+const PRIMARY = process.env.REPLICA_TEST_PRIMARY_URL ?? 'postgres://root@127.0.0.1:5441/postgres';
+const REPLICA = process.env.REPLICA_TEST_URL ?? 'postgres://root@127.0.0.1:5442/postgres';
+const CLUSTER = process.env.REPLICA_TEST_CLUSTER ?? 'cms_replica';
+const key = { authorization: PRODUCTION_KEY };
+
+async function sql<R extends pg.QueryResultRow = Record<string, any>>(url: string, text: string, values: unknown[] = []): Promise<R[]> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  await client.connect();
+  try {
+    return (await client.query<R>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+async function replicaAnswers(): Promise<boolean> {
+  try {
+    const [row] = await sql(REPLICA, 'select pg_is_in_recovery() as recovery');
+    return row?.recovery === true;
+  } catch {
+    return false;
+  }
+}
+
+const available = await replicaAnswers();
+if (!available && process.env.REPLICA_TESTS_REQUIRED === '1') {
+  throw new Error(`REPLICA_TESTS_REQUIRED=1 but no streaming replica answers at ${REPLICA}: run scripts/replica-clusters.sh`);
+}
+
+const withDatabase = (url: string, database: string) => {
+  const u = new URL(url);
+  u.pathname = `/${database}`;
+  return u.toString();
+};
+
+async function until(what: string, check: () => Promise<boolean> | boolean, ms = 15_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const cluster = async (action: 'stop' | 'start') => {
+  const version = (await sql<{ v: string }>(PRIMARY, "select current_setting('server_version_num')::int / 10000 as v"))[0]!.v;
+  await promisify(execFile)('pg_ctlcluster', ['--skip-systemctl-redirect', String(version), CLUSTER, action, ...(action === 'stop' ? ['-m', 'fast'] : [])]);
+};
+
+describe('WAL positions', () => {
+  it('reads WAL positions as PostgreSQL writes them, in order', () => {
+    expect(parseLsn('0/0')).toBe(0n);
+    expect(parseLsn('16/B374D848')).toBe((0x16n << 32n) + 0xb374d848n);
+    expect(formatLsn(parseLsn('16/B374D848'))).toBe('16/B374D848');
+    expect(parseLsn('1/0') > parseLsn('0/FFFFFFFF')).toBe(true);
+    expect(() => parseLsn('16B374D848')).toThrow(/not a WAL position/);
+  });
+});
+
+describe.runIf(available)('read replicas (a real streaming replica)', () => {
+  const database = `cms_replica_${randomBytes(5).toString('hex')}`;
+  const primaryUrl = withDatabase(PRIMARY, database);
+  const replicaUrl = withDatabase(REPLICA, database);
+  let a: TestApp;
+  let b: TestApp;
+
+  const open = (env: Record<string, string> = {}) =>
+    createTestApp({
+      env: { PRODUCTION_DATABASE_URL: primaryUrl, PRODUCTION_DATABASE_REPLICA_URLS: replicaUrl, ...env },
+      openDb: { production: async (config) => openPostgres({ connectionString: config.databaseUrl!, max: 5 }) },
+    });
+  const replicas = (t: TestApp) => t.environments.get('production')!.replicas!;
+  const routed = (t: TestApp) => ({ ...replicas(t).routed });
+  const health = async (t: TestApp, headers: Record<string, string>) => {
+    const res = await t.app.inject({ method: 'GET', url: '/admin/health', headers });
+    expect(res.statusCode).toBe(200);
+    return res.json().database;
+  };
+  const servingAgain = (t: TestApp) => until('the replica to serve again', () => replicas(t).status()[0]!.state === 'ok');
+
+  let n = 0;
+  const newReport = () => ({ report_id: `RR-${process.pid}-${++n}`, reporter: chatId(), reported: chatId(), reason: 'Harassment in voice chat', notes: 'n', evidence: 'e' });
+  const create = async (t: TestApp, headers: Record<string, string> = key) => {
+    const payload = newReport();
+    const res = await t.app.inject({ method: 'POST', url: '/reports/create', headers, payload });
+    expect(res.statusCode).toBe(201);
+    return payload.report_id;
+  };
+  const read = (t: TestApp, id: string, headers: Record<string, string> = key) => t.app.inject({ method: 'GET', url: `/reports/${id}`, headers });
+
+  beforeAll(async () => {
+    await sql(PRIMARY, `create database ${database}`);
+    // The new database reaches the replica by replication like everything else.
+    await until('the database on the replica', async () => (await sql(REPLICA, 'select 1 from pg_database where datname = $1', [database])).length === 1);
+    a = await open();
+    b = await open();
+    await servingAgain(a);
+    await servingAgain(b);
+  }, 60_000);
+
+  afterAll(async () => {
+    // Whatever a test left behind, the replica replays and runs again for the next file and run.
+    await cluster('start').catch(() => undefined);
+    await sql(REPLICA, 'select pg_wal_replay_resume()').catch(() => undefined);
+    await b?.close();
+    await a?.close();
+    await sql(PRIMARY, `drop database if exists ${database} with (force)`);
+  }, 60_000);
+
+  it('reads from the replica, and a caller reads its own create and update at once, also on another instance', async () => {
+    const before = routed(a);
+    const id = await create(a);
+    // The bot's position is on the primary, at or past the commit.
+    const [position] = await sql(primaryUrl, "select lsn::text as lsn from read_positions where caller = 'key'");
+    expect(parseLsn(position!.lsn)).toBeGreaterThan(0n);
+    const res = await read(a, id);
+    expect(res.statusCode).toBe(200);
+    expect(res.json().report).toMatchObject({ report_id: id, status: 'Open' });
+
+    const patched = await a.app.inject({ method: 'PATCH', url: `/reports/${id}/update`, headers: key, payload: { notes: 'changed just now' } });
+    expect(patched.statusCode).toBe(200);
+    // The next read on the other instance: it knows nothing of the write but the position.
+    const onB = await read(b, id);
+    expect(onB.statusCode).toBe(200);
+    expect(onB.json().report.notes).toBe('changed just now');
+    const list = await b.app.inject({ method: 'GET', url: '/reports?limit=5', headers: key });
+    expect(list.json().reports.map((r: { report_id: string }) => r.report_id)).toContain(id);
+
+    // Reads really went to a replica (this machine's replica replays in milliseconds).
+    const after = routed(a);
+    expect(after.replica - before.replica + routed(b).replica).toBeGreaterThanOrEqual(2);
+    expect(replicas(a).status()[0]).toMatchObject({ state: 'ok', paused: false, last_error: null });
+    // The same figures in the metrics.
+    const text = await a.metrics.scrape();
+    const replicaName = new URL(replicaUrl).host + new URL(replicaUrl).pathname;
+    expect(text).toContain(`cms_db_replica_serving{environment="production",replica="${replicaName}"} 1`);
+    expect(text).toContain(`cms_db_reads_total{environment="production",route="replica"} ${routed(a).replica}`);
+    expect(text).toMatch(new RegExp(`cms_db_replica_lag_seconds\\{environment="production",replica="${replicaName}"\\} [0-9.]+`));
+  });
+
+
+  it('with replay paused: the writer reads fresh from the primary, a caller who wrote nothing reads the replica', async () => {
+    const director = await signedIn(a, { rank: 'Director', clearance: 5, allowlisted: true });
+    const id = await create(a);
+    await until('the report on the replica', async () => (await sql(replicaUrl, 'select 1 from reports where report_id = $1', [id])).length === 1);
+    await sql(REPLICA, 'select pg_wal_replay_pause()');
+    await until('replay paused', async () => (await sql(REPLICA, 'select pg_get_wal_replay_pause_state() as s'))[0]!.s === 'paused');
+    try {
+      const before = routed(b);
+      // The session adds an agent through instance a...
+      const newcomer = chatId();
+      const created = await a.app.inject({ method: 'POST', url: '/agents/create', headers: { ...director.headers, origin: DASHBOARD_ORIGIN }, payload: { chat_id: newcomer, name: 'Rae Replica' } });
+      expect(created.statusCode).toBe(201);
+      // ...and reads it through instance b: the replica has not replayed the change, so after a
+      // bounded wait the primary answers, fresh.
+      const mine = await b.app.inject({ method: 'GET', url: `/agents/${newcomer}`, headers: director.headers });
+      expect(mine.statusCode).toBe(200);
+      expect(mine.json().agent).toMatchObject({ chat_id: newcomer, name: 'Rae Replica' });
+      expect(routed(b).primary_behind).toBe(before.primary_behind + 1);
+      // The bot's update of the report while paused is fresh for the bot too.
+      const patched = await a.app.inject({ method: 'PATCH', url: `/reports/${id}/update`, headers: key, payload: { notes: 'while paused' } });
+      expect(patched.statusCode).toBe(200);
+      expect((await read(b, id)).json().report.notes).toBe('while paused');
+      expect(routed(b).primary_behind).toBe(before.primary_behind + 2);
+      // A caller who changed nothing since the report reached the replica (the bot, its position
+      // forgotten here) reads the replica, and sees the report as the replica has it: stale by
+      // the pause, as replication allows.
+      await sql(primaryUrl, "delete from read_positions where caller = 'key'");
+      const bots = await read(b, id);
+      expect(bots.json().report.notes).toBe('n');
+      expect(routed(b).replica).toBe(before.replica + 1);
+      // Health shows the pause.
+      const db = await health(b, director.headers);
+      expect(db.replicas[0]).toMatchObject({ paused: true });
+    } finally {
+      await sql(REPLICA, 'select pg_wal_replay_resume()');
+    }
+    // Replay resumed: the session's reads return to the replica.
+    await until('replay caught up', async () => (await sql(replicaUrl, 'select notes from reports where report_id = $1', [id]))[0]?.notes === 'while paused');
+    await servingAgain(b);
+    const before = routed(b);
+    const again = await read(b, id, director.headers);
+    expect(again.json().report.notes).toBe('while paused');
+    expect(routed(b).replica).toBe(before.replica + 1);
+  });
+
+  it('a training session read sees the latest change, another member\'s too (a broadcast arrives before a replica may have it)', async () => {
+    const scenarios = await importDemoScenarios(a.db.production);
+    const trainer = await newTrainer(a);
+    const trainee = await newTrainee(a);
+    const id = await createSession(a, trainer, trainee, Object.values(scenarios)[0]);
+    await until('the session on the replica', async () => (await sql(replicaUrl, 'select 1 from training_sessions where id = $1', [id])).length === 1);
+    await sql(REPLICA, 'select pg_wal_replay_pause()');
+    await until('replay paused', async () => (await sql(REPLICA, 'select pg_get_wal_replay_pause_state() as s'))[0]!.s === 'paused');
+    try {
+      const before = routed(b);
+      expect((await post(a, `/training/sessions/${id}/start`, trainer)).statusCode).toBe(200);
+      // The trainee changed nothing; on the paused replica the session is still pending (409 for a trainee).
+      const seen = await get(b, `/training/sessions/${id}`, trainee);
+      expect(seen.statusCode).toBe(200);
+      expect(seen.json().session).toMatchObject({ id, status: 'active' });
+      expect(routed(b).primary_behind).toBeGreaterThan(before.primary_behind);
+      expect(routed(b).replica).toBe(before.replica);
+    } finally {
+      await sql(REPLICA, 'select pg_wal_replay_resume()');
+    }
+    await until('replay caught up', async () => (await sql(replicaUrl, 'select status from training_sessions where id = $1', [id]))[0]?.status === 'active');
+    await servingAgain(b);
+    const before = routed(b);
+    // The next read may wait a moment for the replica to reach the primary's position, then reads it.
+    await until('a session read served by the replica', async () => {
+      const res = await get(b, `/training/sessions/${id}`, trainee);
+      expect(res.json().session.status).toBe('active');
+      return routed(b).replica > before.replica;
+    });
+  });
+
+  it('a replica further behind than REPLICA_MAX_LAG_SECONDS is skipped, shown lagging, and serves again once it catches up', async () => {
+    const strict = await open({ REPLICA_MAX_LAG_SECONDS: '0.5' });
+    try {
+      await servingAgain(strict);
+      const director = await signedIn(strict, { rank: 'Director', clearance: 5, allowlisted: true });
+      await sql(REPLICA, 'select pg_wal_replay_pause()');
+      try {
+        // Writes go on while the replica stands still.
+        await create(strict);
+        await until('the replica to be lagging', () => replicas(strict).status()[0]!.state === 'lagging');
+        const db = await health(strict, director.headers);
+        expect(db.status).toBe('warn');
+        expect(db.reasons.join(' ')).toMatch(/behind the primary: skipped/);
+        expect(db.replicas[0]).toMatchObject({ state: 'lagging', paused: true });
+        expect(db.replicas[0].lag_s).toBeGreaterThan(0.5);
+        const before = routed(strict);
+        await sql(primaryUrl, "delete from read_positions where caller = 'key'");
+        const list = await strict.app.inject({ method: 'GET', url: '/reports?limit=5', headers: key });
+        expect(list.statusCode).toBe(200);
+        // Every statement of the page (rows, then counts) went to the primary.
+        expect(routed(strict).primary_unavailable).toBeGreaterThan(before.primary_unavailable);
+        expect(routed(strict).replica).toBe(before.replica);
+      } finally {
+        await sql(REPLICA, 'select pg_wal_replay_resume()');
+      }
+      await servingAgain(strict);
+      const db = await health(strict, director.headers);
+      expect(db.replicas[0]).toMatchObject({ state: 'ok', lag_s: 0, paused: false });
+    } finally {
+      await strict.close();
+    }
+  });
+
+  it('the replica stopped: no request fails, health says it is down; started again: reads return to it (counted)', async () => {
+    const director = await signedIn(a, { rank: 'Director', clearance: 5, allowlisted: true });
+    const id = await create(a);
+    await cluster('stop');
+    try {
+      // Before the poller notices, a read finds the replica gone and the primary answers.
+      await sql(primaryUrl, "delete from read_positions where caller = 'key'");
+      for (let i = 0; i < 20; i++) {
+        const res = await read(a, id);
+        expect(res.statusCode).toBe(200);
+        expect(res.json().report.report_id).toBe(id);
+        const list = await a.app.inject({ method: 'GET', url: '/audit?limit=5', headers: key });
+        expect(list.statusCode).toBe(200);
+      }
+      await until('the replica to be down', () => replicas(a).status()[0]!.state === 'down');
+      const db = await health(a, director.headers);
+      expect(db.status).toBe('warn');
+      expect(db.replicas[0]).toMatchObject({ state: 'down', lag_s: null });
+      expect(db.replicas[0].last_error).toEqual(expect.any(String));
+      const before = routed(a);
+      expect((await read(a, id)).statusCode).toBe(200);
+      expect(routed(a).primary_unavailable).toBe(before.primary_unavailable + 1);
+    } finally {
+      await cluster('start');
+    }
+    await servingAgain(a);
+    const before = routed(a);
+    const reads = replicas(a).status()[0]!.reads;
+    const res = await read(a, id);
+    expect(res.json().report.report_id).toBe(id);
+    expect(routed(a).replica).toBe(before.replica + 1);
+    expect(replicas(a).status()[0]!.reads).toBe(reads + 1);
+  }, 60_000);
+});
