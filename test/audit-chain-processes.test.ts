@@ -20,6 +20,8 @@ import { createTestDatabase, onPostgres, storeName, type TestDatabase } from './
 
 const DIST = join(import.meta.dirname, '../dist/src');
 const KEY = 'audit-chain-key-0123456789';
+/** How long a test waits for sealing that a write transaction elsewhere on a shared PostgreSQL server may hold back. */
+const SHARED_SERVER_WAIT_MS = 45_000;
 const count = async (db: Db, table: string) => (await db.query<{ n: number }>(`select count(*)::int as n from ${table}`)).rows[0]!.n;
 
 let dataDir: string;
@@ -69,7 +71,7 @@ describe(`checkpoints and verify-audit on ${storeName}`, () => {
       // will once that transaction ends. The embedded store has no such neighbour.
       const db = await openProduction(env);
       try {
-        await vi.waitFor(async () => expect(await count(db, 'audit_chain')).toBe((await count(db, 'events')) + (await count(db, 'audit_log'))), { timeout: 10_000, interval: 50 });
+        await vi.waitFor(async () => expect(await count(db, 'audit_chain')).toBe((await count(db, 'events')) + (await count(db, 'audit_log'))), { timeout: SHARED_SERVER_WAIT_MS, interval: 50 });
       } finally {
         await db.close();
       }
@@ -120,10 +122,17 @@ describe(`a sealer killed mid-batch on ${storeName}`, () => {
     }
     let db = await open();
     await migrate(db);
-    // Everything sealed first (on a shared server another file's write transaction may hold it back a moment).
-    await vi.waitFor(async () => expect((await sealAvailable(db), await pendingRows(db))).toBe(0), { timeout: 10_000, interval: 50 });
+    // Everything sealed first. On a shared server another file's write transaction holds the mark
+    // back until it ends (transaction ids are server-wide): a bulk load of a million rows in
+    // test/metrics-scale.test.ts takes tens of seconds while other suites load the machine.
+    await vi.waitFor(async () => expect((await sealAvailable(db), await pendingRows(db))).toBe(0), { timeout: SHARED_SERVER_WAIT_MS, interval: 50 });
     const sealedBefore = await count(db, 'audit_chain');
     for (let i = 0; i < 30; i++) await db.transaction((tx) => recordEvent(tx, { type: 'report.updated', actor: { kind: 'system' }, correlationId: `k-${i}` }));
+    // The killed sealer must find them sealable: every transaction that could still commit an
+    // earlier row has ended (on a shared server, another file's may be running a while).
+    const { rows: [last] } = await db.query<{ tx: string }>('select max(sealing_tx)::text as tx from events');
+    const sealable = async () => (await db.query<{ ok: boolean }>('select pg_snapshot_xmin(pg_current_snapshot()) > $1::xid8 as ok', [last!.tx])).rows[0]!.ok;
+    await vi.waitFor(async () => expect(await sealable()).toBe(true), { timeout: SHARED_SERVER_WAIT_MS, interval: 50 });
     if (!url) await db.close();
 
     // A sealer in its own process that stops between writing its batch of seals and committing.
@@ -159,13 +168,13 @@ describe(`a sealer killed mid-batch on ${storeName}`, () => {
       expect(await count(db, 'audit_chain')).toBe(sealedBefore);
       // A write transaction elsewhere on a shared server may hold the mark back a moment.
       let resumed = 0;
-      for (const deadline = Date.now() + 10_000; resumed < 30 && Date.now() < deadline; ) resumed += (await sealAvailable(db)).sealed;
+      for (const deadline = Date.now() + SHARED_SERVER_WAIT_MS; resumed < 30 && Date.now() < deadline; ) resumed += (await sealAvailable(db)).sealed;
       expect(resumed).toBe(30);
       expect(await verifyChain(db)).toMatchObject({ ok: true, rows: sealedBefore + 30, pending: 0 });
     } finally {
       await db.close();
     }
-  }, 60_000);
+  }, 3 * SHARED_SERVER_WAIT_MS);
 });
 
 describe.runIf(onPostgres)('two instances writing for 30 s on PostgreSQL', () => {

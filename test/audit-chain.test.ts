@@ -36,7 +36,7 @@ async function write(db: Db, n: number, tag = 'w'): Promise<void> {
  * test file, in another database, holds the mark back until it ends (xids are server-wide).
  */
 async function sealed(db: Db): Promise<Verification> {
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + 20_000;
   while ((await sealAvailable(db), await pendingRows(db)) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
   const v = await verifyChain(db);
   expect(v, JSON.stringify(v.problem)).toMatchObject({ ok: true, problem: null, pending: 0 });

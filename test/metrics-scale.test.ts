@@ -29,20 +29,35 @@ describe.runIf(onPostgres)('the scrape read on a million-row database (PostgreSQ
     await db.query(`insert into reports (report_id, reporter, reported, reason, notes, evidence) values ('SCALE-1', '1', '2', 'Scale', '', '')`);
     // 800,000 finished actions and 200,000 finished deliveries (the history that grows), a few
     // of each status still in the queues, and 20,000 recorded incidents.
-    await db.exec(`
-      insert into report_actions (report_id, kind, queue, status, attempts, completed_at, created_at)
-        select 'SCALE-1', 'claim', 'operator', case when g % 2 = 0 then 'success' else 'cancelled' end, 1, now(), now() - make_interval(secs => g)
-        from generate_series(1, 800000) g;
+    // One statement, one transaction, at most 100,000 rows each: on a shared PostgreSQL server a
+    // long write transaction holds back every other database's audit sealing (transaction ids are
+    // server-wide), and the chain tests of other files wait for theirs.
+    for (let from = 1; from <= 800_000; from += 100_000) {
+      await db.query(
+        `insert into report_actions (report_id, kind, queue, status, attempts, completed_at, created_at)
+           select 'SCALE-1', 'claim', 'operator', case when g % 2 = 0 then 'success' else 'cancelled' end, 1, now(), now() - make_interval(secs => g)
+           from generate_series($1::int, $1::int + 99999) g`,
+        [from],
+      );
+    }
+    await db.query(`
       insert into report_actions (report_id, kind, queue, status, attempts, claimed_at)
         select 'SCALE-1', 'claim', 'supervisor', s, case when s = 'pending' then 0 else 1 end, case when s = 'processing' then now() end
-        from unnest(array['pending', 'pending', 'processing', 'failed', 'failed', 'failed']) s;
-      insert into discipline_deliveries (kind, user_id, status, attempts, completed_at)
-        select 'user_lookup', (100000000 + g)::text, 'success', 1, now() from generate_series(1, 200000) g;
+        from unnest(array['pending', 'pending', 'processing', 'failed', 'failed', 'failed']) s`);
+    for (let from = 1; from <= 200_000; from += 100_000) {
+      await db.query(
+        `insert into discipline_deliveries (kind, user_id, status, attempts, completed_at)
+           select 'user_lookup', (100000000 + g)::text, 'success', 1, now() from generate_series($1::int, $1::int + 99999) g`,
+        [from],
+      );
+    }
+    await db.query(`
       insert into discipline_deliveries (kind, user_id, status, attempts)
-        select 'user_lookup', (900000000 + g)::text, case when g = 1 then 'processing' else 'pending' end, 0 from generate_series(1, 4) g;
+        select 'user_lookup', (900000000 + g)::text, case when g = 1 then 'processing' else 'pending' end, 0 from generate_series(1, 4) g`);
+    await db.query(`
       insert into health_incidents (status_before, status_after, correlation_id, created_at)
         select case when g % 2 = 0 then 'ok' else 'warn' end, case when g % 2 = 0 then 'warn' else 'ok' end, 'scale-' || g, now() - make_interval(secs => g)
-        from generate_series(1, 20000) g;`);
+        from generate_series(1, 20000) g`);
     await db.exec('vacuum analyze report_actions, discipline_deliveries, health_incidents, health_state');
   }, 240_000);
   afterAll(() => database?.drop());

@@ -10,10 +10,10 @@ import { metricsOverhead } from './metrics-overhead.js';
 import { generateCase } from './generate-case.js';
 import { queueDrain } from './queue-drain.js';
 import { queuePoll } from './queue-poll.js';
-import { realtimeFanout } from './realtime-fanout.js';
+import { realtimeFanout, realtimeFanoutTenfold } from './realtime-fanout.js';
 import { root } from './root.js';
 import { soakScenario } from './soak.js';
 import { trainingClassroom } from './training-classroom.js';
 
 /** Run order; a new scenario is one file in this folder plus one entry here. */
-export const scenarios: Scenario[] = [root, generateCase, authMe, metricsOverhead, embeddedStartup, reportCreate, reportsAtScale, queuePoll, queueDrain, adminHealth, gameLookup, trainingClassroom, realtimeFanout, auditSealing, soakScenario];
+export const scenarios: Scenario[] = [root, generateCase, authMe, metricsOverhead, embeddedStartup, reportCreate, reportsAtScale, queuePoll, queueDrain, adminHealth, gameLookup, trainingClassroom, realtimeFanout, realtimeFanoutTenfold, auditSealing, soakScenario];
