@@ -140,9 +140,14 @@ describe.runIf(available)('read replicas (a real streaming replica)', () => {
     const list = await b.app.inject({ method: 'GET', url: '/reports?limit=5', headers: key });
     expect(list.json().reports.map((r: { report_id: string }) => r.report_id)).toContain(id);
 
-    // Reads really went to a replica (this machine's replica replays in milliseconds).
-    const after = routed(a);
-    expect(after.replica - before.replica + routed(b).replica).toBeGreaterThanOrEqual(2);
+    // The replica serves these reads once it has replayed the caller's change (in milliseconds
+    // here; under load a read may first go to the primary, fresh all the same).
+    const fromReplica = routed(b).replica;
+    await until('a read of the update served by the replica', async () => {
+      expect((await read(b, id)).json().report.notes).toBe('changed just now');
+      return routed(b).replica > fromReplica;
+    });
+    expect(routed(a).replica + routed(b).replica).toBeGreaterThan(before.replica + fromReplica);
     expect(replicas(a).status()[0]).toMatchObject({ state: 'ok', paused: false, last_error: null });
     // The same figures in the metrics.
     const text = await a.metrics.scrape();
@@ -193,9 +198,10 @@ describe.runIf(available)('read replicas (a real streaming replica)', () => {
     await until('replay caught up', async () => (await sql(replicaUrl, 'select notes from reports where report_id = $1', [id]))[0]?.notes === 'while paused');
     await servingAgain(b);
     const before = routed(b);
-    const again = await read(b, id, director.headers);
-    expect(again.json().report.notes).toBe('while paused');
-    expect(routed(b).replica).toBe(before.replica + 1);
+    await until('a read served by the replica again', async () => {
+      expect((await read(b, id, director.headers)).json().report.notes).toBe('while paused');
+      return routed(b).replica > before.replica;
+    });
   });
 
   it('a training session read sees the latest change, another member\'s too (a broadcast arrives before a replica may have it)', async () => {
@@ -255,8 +261,10 @@ describe.runIf(available)('read replicas (a real streaming replica)', () => {
         await sql(REPLICA, 'select pg_wal_replay_resume()');
       }
       await servingAgain(strict);
+      // Caught up again: within the limit (the health answer's own write may have moved the primary a little since).
       const db = await health(strict, director.headers);
-      expect(db.replicas[0]).toMatchObject({ state: 'ok', lag_s: 0, paused: false });
+      expect(db.replicas[0]).toMatchObject({ state: 'ok', paused: false });
+      expect(db.replicas[0].lag_s).toBeLessThan(0.5);
     } finally {
       await strict.close();
     }
