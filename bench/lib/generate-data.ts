@@ -40,11 +40,13 @@ async function inBatches(db: Db, total: number, sql: string, extra: unknown[] = 
 /**
  * Writes `reports` reports and `events` events, then vacuums and analyses what they touched, as
  * autovacuum would after such a load (the list counters otherwise carry a million dead row
- * versions until it gets there), so that the figures are those of a settled database.
+ * versions until it gets there), so that the figures are those of a settled database; a caller
+ * that builds indexes afterwards (bench/lib/kept-database.ts) vacuums after that instead.
  */
-export async function generateReportsAndEvents(db: Db, counts: { reports: number; events: number }): Promise<void> {
+export async function generateReportsAndEvents(db: Db, counts: { reports: number; events: number }, options: { analyse?: boolean } = {}): Promise<void> {
   await inBatches(db, counts.reports, REPORTS_SQL);
   await inBatches(db, counts.events, EVENTS_SQL, [counts.reports]);
+  if (options.analyse === false) return;
   // One statement per call: VACUUM cannot run inside the implicit transaction of a multi-statement string.
   for (const table of ['reports', 'report_counts', 'events']) await db.exec(`vacuum analyze ${table}`);
 }

@@ -2,6 +2,7 @@ import type { Scenario } from '../types.js';
 import { adminHealth } from './admin-health.js';
 import { auditSealing } from './audit-sealing.js';
 import { authMe } from './auth-me.js';
+import { dataGrowth } from './data-growth.js';
 import { reportCreate } from './report-create.js';
 import { reportsAtScale } from './reports-at-scale.js';
 import { embeddedStartup } from './embedded-startup.js';
@@ -16,4 +17,4 @@ import { soakScenario } from './soak.js';
 import { trainingClassroom } from './training-classroom.js';
 
 /** Run order; a new scenario is one file in this folder plus one entry here. */
-export const scenarios: Scenario[] = [root, generateCase, authMe, metricsOverhead, embeddedStartup, reportCreate, reportsAtScale, queuePoll, queueDrain, adminHealth, gameLookup, trainingClassroom, realtimeFanout, realtimeFanoutTenfold, auditSealing, soakScenario];
+export const scenarios: Scenario[] = [root, generateCase, authMe, metricsOverhead, embeddedStartup, reportCreate, reportsAtScale, queuePoll, queueDrain, adminHealth, gameLookup, trainingClassroom, realtimeFanout, realtimeFanoutTenfold, auditSealing, dataGrowth, soakScenario];

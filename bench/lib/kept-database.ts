@@ -1,0 +1,157 @@
+// Loaded databases kept between benchmark runs, named by their size (issue 22): generating ten
+// million reports and ten million events takes minutes, so a run reuses the pair of databases a
+// previous run loaded (`cms_bench_1m`, `cms_bench_1m_demo`; `cms_bench_10m`, …) when it finished
+// loading them for the current schema, and loads them otherwise. Never part of `npm test`.
+//
+// Loading: the same migrations as the service, then the secondary indexes of `reports` and
+// `events` dropped, the rows generated in the database (bench/lib/generate-data.ts), the indexes
+// built again from their own definitions (a build is several times faster than ten million
+// insertions into them), vacuum and analyse, and the events sealed into the audit chain as the
+// service's sealer would (a service started on an unsealed backlog would seal it during the
+// measurement). A table `bench_dataset` marks the rows loaded, then sealed; a run that stopped
+// while sealing is resumed there, anything else is dropped and loaded again.
+import pg from 'pg';
+import { sealAvailable } from '../../src/platform/audit-chain/seal.js';
+import { migrate } from '../../src/platform/db/migrate.js';
+import { openPostgres } from '../../src/platform/db/postgres.js';
+import type { Db } from '../../src/platform/db/types.js';
+import { generateReportsAndEvents } from './generate-data.js';
+import type { BenchDatabases } from './pg.js';
+
+/** Tables whose secondary indexes are built after the load instead of during it. */
+const BULK_TABLES = ['reports', 'events'];
+const SEAL_BATCH = 10_000;
+
+/** `1m`, `10m`, `250k`: the size in the databases' names. */
+export const sizeLabel = (rows: number): string =>
+  rows % 1_000_000 === 0 ? `${rows / 1_000_000}m` : rows % 1_000 === 0 ? `${rows / 1_000}k` : String(rows);
+
+function withDatabase(url: string, name: string): string {
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+async function admin<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** The newest migration this build knows, as the loaded database must have recorded it. */
+async function latestMigration(db: Db): Promise<string> {
+  const { rows } = await db.query<{ version: string }>('select max(version)::text as version from schema_migrations');
+  return rows[0]?.version ?? '';
+}
+
+type DatasetState = 'absent' | 'unsealed' | 'complete';
+
+/**
+ * What an earlier run left in the database: nothing usable (absent: no marker, another size, or a
+ * schema this build would migrate), the rows without their seals (unsealed: the run stopped while
+ * sealing), or everything.
+ */
+async function datasetState(url: string, rows: number): Promise<DatasetState> {
+  const db = openPostgres({ connectionString: url, max: 1 });
+  try {
+    const { rows: found } = await db.query<{ rows: number; schema: string; sealed: boolean }>(
+      'select rows::int8 as rows, schema, sealed from bench_dataset',
+    );
+    const marker = found[0];
+    if (marker?.rows !== rows || marker.schema !== (await latestMigration(db))) return 'absent';
+    const before = marker.schema;
+    await migrate(db); // a no-op when the build has no newer migration
+    if ((await latestMigration(db)) !== before) return 'absent';
+    return marker.sealed ? 'complete' : 'unsealed';
+  } catch {
+    return 'absent';
+  } finally {
+    await db.close();
+  }
+}
+
+export interface KeptDatabases extends BenchDatabases {
+  rows: number;
+  /** Whether this run loaded them (else they were reused). */
+  loaded: boolean;
+}
+
+/**
+ * The production and demo databases holding `rows` reports and `rows` events next to `serverUrl`,
+ * loaded if they are not already there.
+ */
+export async function keptDatabases(serverUrl: string, rows: number, log: (line: string) => void): Promise<KeptDatabases> {
+  const name = `cms_bench_${sizeLabel(rows)}`;
+  const urls = { productionUrl: withDatabase(serverUrl, name), demoUrl: withDatabase(serverUrl, `${name}_demo`) };
+  const exists = await admin(serverUrl, async (c) => (await c.query('select 1 from pg_database where datname = $1', [name])).rowCount === 1);
+  const state = exists ? await datasetState(urls.productionUrl, rows) : 'absent';
+  if (state === 'complete') {
+    log(`    reusing ${name} (${rows.toLocaleString('en')} reports and events, loaded by an earlier run)`);
+    return { ...urls, rows, loaded: false };
+  }
+  if (state === 'unsealed') {
+    log(`    reusing ${name}, whose load stopped before its events were all sealed: sealing them`);
+    await sealAndMark(urls.productionUrl, log);
+    return { ...urls, rows, loaded: false };
+  }
+  await admin(serverUrl, async (c) => {
+    for (const db of [name, `${name}_demo`]) {
+      await c.query(`drop database if exists "${db}" with (force)`);
+      await c.query(`create database "${db}"`);
+    }
+  });
+  await load(urls.productionUrl, rows, log);
+  await sealAndMark(urls.productionUrl, log);
+  return { ...urls, rows, loaded: true };
+}
+
+async function load(url: string, rows: number, log: (line: string) => void): Promise<void> {
+  const started = Date.now();
+  const elapsed = () => `${((Date.now() - started) / 1000).toFixed(0)} s`;
+  const db = openPostgres({ connectionString: url, max: 2 });
+  try {
+    await migrate(db);
+    // Secondary indexes only: primary keys and unique constraints stay (the load must honour them).
+    const { rows: indexes } = await db.query<{ name: string; definition: string }>(
+      `select i.indexrelid::regclass::text as name, pg_get_indexdef(i.indexrelid) as definition
+         from pg_index i
+        where i.indrelid = any($1::regclass[])
+          and not exists (select from pg_constraint c where c.conindid = i.indexrelid)`,
+      [BULK_TABLES],
+    );
+    for (const { name } of indexes) await db.exec(`drop index ${name}`);
+    await generateReportsAndEvents(db, { reports: rows, events: rows }, { analyse: false });
+    log(`    generated ${rows.toLocaleString('en')} reports and events without their ${indexes.length} secondary indexes in ${elapsed()}`);
+    await db.exec(`set maintenance_work_mem = '1GB'; set max_parallel_maintenance_workers = 2`);
+    for (const { definition } of indexes) await db.exec(definition);
+    for (const table of ['reports', 'report_counts', 'events']) await db.exec(`vacuum analyze ${table}`);
+    log(`    built the indexes and vacuumed by ${elapsed()}`);
+    const schema = await latestMigration(db);
+    await db.exec('create table bench_dataset (rows int8 not null, schema text not null, sealed boolean not null, loaded_at timestamptz not null default now())');
+    await db.query('insert into bench_dataset (rows, schema, sealed) values ($1, $2, false)', [rows, schema]);
+  } finally {
+    await db.close();
+  }
+}
+
+/** Seals every event into the audit chain, as the service's sealer would, then marks the load complete. */
+async function sealAndMark(url: string, log: (line: string) => void): Promise<void> {
+  const started = Date.now();
+  const db = openPostgres({ connectionString: url, max: 2 });
+  try {
+    let sealed = 0;
+    for (;;) {
+      const result = await sealAvailable(db, SEAL_BATCH);
+      sealed += result.sealed;
+      if (result.sealed === 0) break;
+    }
+    await db.exec('update bench_dataset set sealed = true');
+    log(`    sealed ${sealed.toLocaleString('en')} rows into the audit chain in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  } finally {
+    await db.close();
+  }
+}
