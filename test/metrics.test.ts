@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_KEY, PRODUCTION_KEY } from './helpers/app.js';
 import { createMetricsTestApp, histogram, labelValues, parse, scrape, value, type MetricsTestApp } from './helpers/metrics.js';
 import { chatId } from './helpers/identity.js';
-import { DURATION_BUCKETS, RequestSeries } from '../src/platform/http/request-metrics.js';
+import { DURATION_BUCKETS, requestSeries } from '../src/platform/http/request-metrics.js';
 import { Metrics } from '../src/platform/metrics.js';
 
 let t: MetricsTestApp;
@@ -148,10 +148,9 @@ describe('the exposition', () => {
 describe('the request histogram', () => {
   it('puts each duration in the first bucket whose bound it does not exceed, cumulative as Prometheus reads them', async () => {
     const metrics = new Metrics(false);
-    const series = new RequestSeries();
-    series.register(metrics);
+    const record = requestSeries(metrics);
     const labels = { environment: 'demo', method: 'POST', route: '/x', status_class: '2xx' };
-    for (const seconds of [0.001, 0.005, 0.0051, 0.3, 20]) series.record(labels.environment, labels.method, labels.route, labels.status_class, seconds);
+    for (const seconds of [0.001, 0.005, 0.0051, 0.3, 20]) record(labels.environment, labels.method, labels.route, 201, seconds);
     const families = parse(await metrics.scrape());
     expect(value(families, REQUESTS, labels)).toBe(5);
     const bucket = (le: string) => families.get(DURATIONS)!.samples.find((s) => s.name === `${DURATIONS}_bucket` && s.labels.le === le)!.value;

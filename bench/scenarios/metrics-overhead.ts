@@ -19,8 +19,15 @@ import type { Comparison, Scenario } from '../types.js';
 /** Issue goal: metrics on at least 95% of the throughput with metrics off. */
 const GOAL = 0.95;
 const SCRAPE_EVERY_MS = 1_000;
-/** Fresh pairs of services; `--duration` and `--rounds` apply to each pair. */
-const PAIRS = 3;
+/** Fresh pairs of services (`BENCH_METRICS_PAIRS` overrides); `--duration` and `--rounds` apply to each pair. */
+const PAIRS = pairsFrom(process.env.BENCH_METRICS_PAIRS, 3);
+
+function pairsFrom(raw: string | undefined, fallback: number): number {
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > 20) throw new Error(`BENCH_METRICS_PAIRS must be a whole number from 1 to 20, got "${raw}"`);
+  return n;
+}
 
 interface PairResult {
   c: Comparison;

@@ -1,6 +1,7 @@
 // Production and demo, each with its own database, key and secrets, open side by side. A request
 // is resolved to one of them by its Host header; an unknown host resolves to none (fail closed).
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import type { FastifyBaseLogger } from 'fastify';
 import { ENVIRONMENTS, type Config, type EnvironmentConfig, type EnvironmentName } from '../config.js';
 import { AuditSealer, type SealerStatus } from './audit-chain/sealer.js';
@@ -9,11 +10,11 @@ import { AUTH_CHANNEL, SessionCache } from './auth/session-cache.js';
 import { BackupScheduler, type BackupStatus } from './backup/scheduler.js';
 import { ChangeCache } from './cache/change-cache.js';
 import { migrate } from './db/migrate.js';
-import { observeDatabases, type DbObserver } from './db/observe.js';
+import { observeDatabases, type DbObservation } from './db/observe.js';
 import { openPglite, type PgliteDb } from './db/pglite.js';
 import { openPostgres } from './db/postgres.js';
 import { ReplicaSet } from './db/replicas.js';
-import { DbError, type Db } from './db/types.js';
+import { DbError, type Db, type QueryOptions } from './db/types.js';
 import { fromDbError } from './errors.js';
 import type { Metrics } from './metrics.js';
 
@@ -63,17 +64,44 @@ function clearedBy(db: Db, channel: string, cache: ChangeCache<unknown>) {
 
 /**
  * The environment's Db, clearing `onCommit` after every committed transaction: this instance's
- * own writes are seen by its next read at once, without waiting for their notification.
+ * own writes are seen by its next read at once, without waiting for their notification. With
+ * metrics on it also reports each transaction's time and every failure (src/platform/db/observe.ts).
  */
-function clearingOnCommit(db: Db, onCommit: () => void): Db {
+function environmentDb(db: Db, onCommit: () => void, observed: DbObservation | undefined): Db {
+  const failed = observed?.failed;
   return {
     kind: db.kind,
-    query: (text, values, options) => db.query(text, values, options),
-    exec: (sql) => db.exec(sql),
+    query: failed
+      ? <R>(text: string, values?: readonly unknown[], options?: QueryOptions) => {
+          const call = db.query<R>(text, values, options);
+          call.catch(failed);
+          return call;
+        }
+      : <R>(text: string, values?: readonly unknown[], options?: QueryOptions) => db.query<R>(text, values, options),
+    exec: failed
+      ? (sql) => {
+          const call = db.exec(sql);
+          call.catch(failed);
+          return call;
+        }
+      : (sql) => db.exec(sql),
     async transaction(fn) {
-      const result = await db.transaction(fn);
-      onCommit();
-      return result;
+      if (!observed) {
+        const result = await db.transaction(fn);
+        onCommit();
+        return result;
+      }
+      const started = performance.now();
+      try {
+        const result = await db.transaction(fn);
+        onCommit();
+        return result;
+      } catch (err) {
+        observed.failed(err);
+        throw err;
+      } finally {
+        observed.transaction((performance.now() - started) / 1000);
+      }
     },
     listen: (channel, listener) => db.listen(channel, listener),
     resetStatements: () => db.resetStatements(),
@@ -135,7 +163,8 @@ export class Environments {
   private readonly keys: Record<EnvironmentName, ApiKeys>;
   private closed = false;
   private realtimeHandler: ((environment: EnvironmentName, db: Db, payload: string) => void) | undefined;
-  private readonly observer: DbObserver | undefined;
+  /** Each environment's database observation when metrics are on. */
+  private readonly observation: ((environment: string) => DbObservation) | undefined;
   /** The service's backups of its embedded environments; undefined without BACKUP_DIR. */
   readonly backups: BackupScheduler | undefined;
 
@@ -160,7 +189,7 @@ export class Environments {
         () => ENVIRONMENTS.map((environment) => ({ labels: { environment }, value: this.keys[environment].previousKeyUses })),
         ['environment'],
       );
-      if (metrics.enabled) this.observer = observeDatabases(metrics, () => this.ready.values());
+      if (metrics.enabled) this.observation = observeDatabases(metrics, () => this.ready.values());
       // Read replicas (issue 22): each one's lag and whether it serves, and where the reads went.
       metrics.gauge('cms_db_replica_lag_seconds', 'Seconds since the primary was last at a position the replica has replayed, per environment and replica (absent while down)', ['environment', 'replica'], (gauge) => {
         gauge.reset();
@@ -315,7 +344,7 @@ export class Environments {
     this.ready.set(name, {
       name,
       config: envConfig,
-      db: clearingOnCommit(this.observer ? this.observer.observe(name, db) : db, () => idleQueues.clear()),
+      db: environmentDb(db, () => idleQueues.clear(), this.observation?.(name)),
       apiKeys: this.keys[name],
       sessions,
       idleQueues,

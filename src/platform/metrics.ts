@@ -82,6 +82,21 @@ export class Metrics {
   }
 
   /**
+   * A histogram for the hot paths (every request, every transaction): an observation adds to plain
+   * numbers of its label set, where prom-client's own Histogram validates and hashes the label
+   * object on every call (the largest item metrics added to a CPU profile of a light request,
+   * docs/performance.md). The caller finds a label set's series by a key of its own (`get`, else
+   * `create`) and observes into it; the registry formats the counts at scrape time, like its own. With `counter`, each
+   * label set's count is also a counter of that name (the requests counter beside their durations).
+   */
+  countedHistogram<L extends string>(name: string, help: string, labelNames: readonly L[], buckets: readonly number[], counter?: { name: string; help: string }): CountedHistogram<L> {
+    const histogram = new CountedHistogram<L>(labelNames, buckets);
+    this.registry.registerMetric(collected(name, help, 'histogram', () => histogram.samples(name)));
+    if (counter) this.registry.registerMetric(collected(counter.name, counter.help, 'counter', () => histogram.counts()));
+    return histogram;
+  }
+
+  /**
    * A counter whose value is a count kept elsewhere (it must only grow), read at each scrape: one
    * number, or with `labelNames` one value per label set (`[{labels, value}]`).
    */
@@ -150,4 +165,81 @@ export class Metrics {
     if (found && !(found instanceof kind)) throw new Error(`metric ${name} is already registered as another type`);
     return found as T | undefined;
   }
+}
+
+/** One label set's counts in a CountedHistogram: observations per bucket (not cumulative), the last beyond the largest bound. */
+export interface HistogramSeries {
+  readonly labels: Readonly<Record<string, string>>;
+  count: number;
+  sum: number;
+  readonly buckets: number[];
+}
+
+interface CollectedSample {
+  labels: Record<string, string | number>;
+  value: number;
+  metricName?: string;
+}
+
+/** See `Metrics.countedHistogram`. The label sets are bounded by the caller (routes, environments). */
+export class CountedHistogram<L extends string> {
+  private readonly series = new Map<string, HistogramSeries>();
+
+  constructor(
+    private readonly labelNames: readonly L[],
+    private readonly bounds: readonly number[],
+  ) {}
+
+  /** The series of one label set by its key (its values joined), once `create` made it. */
+  get(key: string): HistogramSeries | undefined {
+    return this.series.get(key);
+  }
+
+  /** A label set's series at zero, under `key`. */
+  create(key: string, labels: Readonly<Record<L, string>>): HistogramSeries {
+    const own: Record<string, string> = {};
+    for (const name of this.labelNames) own[name] = labels[name];
+    const s: HistogramSeries = { labels: own, count: 0, sum: 0, buckets: new Array<number>(this.bounds.length + 1).fill(0) };
+    this.series.set(key, s);
+    return s;
+  }
+
+  observe(s: HistogramSeries, value: number): void {
+    s.count++;
+    s.sum += value;
+    const bounds = this.bounds;
+    let i = 0;
+    while (i < bounds.length && value > bounds[i]!) i++;
+    s.buckets[i]!++;
+  }
+
+  counts(): CollectedSample[] {
+    return [...this.series.values()].map((s) => ({ labels: s.labels, value: s.count }));
+  }
+
+  samples(name: string): CollectedSample[] {
+    return [...this.series.values()].flatMap((s): CollectedSample[] => {
+      let cumulative = 0;
+      const buckets = this.bounds.map((le, i): CollectedSample => ({ labels: { ...s.labels, le }, value: (cumulative += s.buckets[i]!), metricName: `${name}_bucket` }));
+      return [
+        ...buckets,
+        { labels: { ...s.labels, le: '+Inf' }, value: s.count, metricName: `${name}_bucket` },
+        { labels: s.labels, value: s.sum, metricName: `${name}_sum` },
+        { labels: s.labels, value: s.count, metricName: `${name}_count` },
+      ];
+    });
+  }
+}
+
+/** A metric in the shape prom-client's Registry reads (`get()`), its values computed when scraped. */
+function collected(name: string, help: string, type: 'counter' | 'histogram', values: () => CollectedSample[]) {
+  const metric = {
+    name,
+    help,
+    type,
+    aggregator: 'sum' as const,
+    get: async () => ({ name, help, type, aggregator: metric.aggregator, values: values() }),
+    reset: () => undefined,
+  };
+  return metric as unknown as Metric<string>;
 }
