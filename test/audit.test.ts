@@ -3,7 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
 import { signedIn, type Person } from './helpers/identity.js';
-import { indexProbe } from '../src/audit/queries.js';
+import { indexProbe, searchEvents, type AuditFilter } from '../src/audit/queries.js';
+import type { Queryable } from '../src/platform/db/types.js';
 
 const key = { authorization: PRODUCTION_KEY };
 let t: TestApp;
@@ -190,5 +191,32 @@ describe('GET /audit at volume: case ids and the counted total', () => {
     const body = await audit('?search=cap-&limit=2&offset=1000');
     expect(body).toMatchObject({ total: 1000, total_capped: true, offset: 1000, labels: ['cap-1'] });
     expect(await audit('?search=CAP-X')).toMatchObject({ total: 1, total_capped: false, labels: ['cap-x'] });
+  });
+
+  it('counts in a second statement only when the page cannot tell the total', async () => {
+    const statements: string[] = [];
+    const db: Queryable = {
+      query: (text, values, options) => {
+        statements.push(/count\(\*\)/.test(text) ? 'count' : 'page');
+        return t.db.production.query(text, values, options);
+      },
+      exec: (sql) => t.db.production.exec(sql),
+    };
+    const search = async (term: string, limit: number, offset: number) => {
+      statements.length = 0;
+      const filter: AuditFilter = { search: term, events: [], hideSupervisor: false, sort: 'newest', limit, offset };
+      const { total, totalCapped, events } = await searchEvents(db, filter);
+      return { total, totalCapped, ids: events.map((e) => e.correlation_id), statements: [...statements] };
+    };
+    // cap-1 … cap-1000 and cap-x from the test above: 1,001 matches of "cap-"; "cap-99" matches cap-99 and cap-990 … cap-999.
+    expect(await search('cap-99', 50, 0)).toEqual({ total: 11, totalCapped: false, ids: ['cap-999', 'cap-998', 'cap-997', 'cap-996', 'cap-995', 'cap-994', 'cap-993', 'cap-992', 'cap-991', 'cap-990', 'cap-99'], statements: ['page'] });
+    expect(await search('cap-99', 4, 8)).toEqual({ total: 11, totalCapped: false, ids: ['cap-991', 'cap-990', 'cap-99'], statements: ['page'] });
+    expect(await search('no such words anywhere', 50, 0)).toEqual({ total: 0, totalCapped: false, ids: [], statements: ['page'] });
+    // A full page, or an empty one past the start, cannot tell: counted.
+    expect(await search('cap-99', 11, 0)).toMatchObject({ total: 11, statements: ['page', 'count'] });
+    expect(await search('cap-99', 5, 20)).toEqual({ total: 11, totalCapped: false, ids: [], statements: ['page', 'count'] });
+    expect(await search('cap-', 2, 0)).toMatchObject({ total: 1000, totalCapped: true, statements: ['page', 'count'] });
+    // The last page past the cap ends the matches: its total is over the cap, capped.
+    expect(await search('cap-', 2, 1000)).toEqual({ total: 1000, totalCapped: true, ids: ['cap-1'], statements: ['page'] });
   });
 });

@@ -49,10 +49,19 @@ export const metricsOverhead: Scenario = {
       return (await startService({ dataDir: freshDataDir(), ...(dbs ?? {}), extraEnv: { ...chat.env, ...extraEnv } })).child;
     };
 
-    const pair = async (): Promise<PairResult> => {
+    // Which side starts first alternates from pair to pair: the start order is not to tell them apart.
+    const pair = async (onFirst: boolean): Promise<PairResult> => {
       const metricsPort = await freePort();
-      const on = await start({ METRICS_PORT: String(metricsPort) });
-      const off = await start({});
+      const startOn = () => start({ METRICS_PORT: String(metricsPort) });
+      let on: Child;
+      let off: Child;
+      if (onFirst) {
+        on = await startOn();
+        off = await start({});
+      } else {
+        off = await start({});
+        on = await startOn();
+      }
       try {
         await settle(on);
         await settle(off);
@@ -90,7 +99,7 @@ export const metricsOverhead: Scenario = {
     };
 
     const pairs: PairResult[] = [];
-    for (let i = 0; i < PAIRS; i++) pairs.push(await pair());
+    for (let i = 0; i < PAIRS; i++) pairs.push(await pair(i % 2 === 0));
 
     const sum = (f: (p: PairResult) => number) => pairs.reduce((a, p) => a + f(p), 0);
     // Pooled: every pair's requests over every pair's measured seconds, on each side.
