@@ -10,13 +10,12 @@
 // service's sealer would (a service started on an unsealed backlog would seal it during the
 // measurement). A table `bench_dataset` marks the rows loaded, then sealed; a run that stopped
 // while sealing is resumed there, anything else is dropped and loaded again.
-import pg from 'pg';
 import { sealAvailable } from '../../src/platform/audit-chain/seal.js';
 import { migrate } from '../../src/platform/db/migrate.js';
 import { openPostgres } from '../../src/platform/db/postgres.js';
 import type { Db } from '../../src/platform/db/types.js';
 import { generateReportsAndEvents } from './generate-data.js';
-import type { BenchDatabases } from './pg.js';
+import { admin, withDatabase, type BenchDatabases } from './pg.js';
 
 /** Tables whose secondary indexes are built after the load instead of during it. */
 const BULK_TABLES = ['reports', 'events'];
@@ -25,22 +24,6 @@ const SEAL_BATCH = 10_000;
 /** `1m`, `10m`, `250k`: the size in the databases' names. */
 export const sizeLabel = (rows: number): string =>
   rows % 1_000_000 === 0 ? `${rows / 1_000_000}m` : rows % 1_000 === 0 ? `${rows / 1_000}k` : String(rows);
-
-function withDatabase(url: string, name: string): string {
-  const u = new URL(url);
-  u.pathname = `/${name}`;
-  return u.toString();
-}
-
-async function admin<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
 
 /** The newest migration this build knows, as the loaded database must have recorded it. */
 async function latestMigration(db: Db): Promise<string> {

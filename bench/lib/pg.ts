@@ -6,7 +6,8 @@ export interface BenchDatabases {
   demoUrl: string;
 }
 
-async function admin<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+/** One statement-running client on `url`, closed after `fn`. */
+export async function admin<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
   await client.connect();
   try {
@@ -16,7 +17,8 @@ async function admin<T>(url: string, fn: (client: pg.Client) => Promise<T>): Pro
   }
 }
 
-function withDatabase(url: string, name: string): string {
+/** `url` naming the database `name` on the same server. */
+export function withDatabase(url: string, name: string): string {
   const u = new URL(url);
   u.pathname = `/${name}`;
   return u.toString();
