@@ -69,22 +69,14 @@ function clearedBy(db: Db, channel: string, cache: ChangeCache<unknown>) {
  */
 function environmentDb(db: Db, onCommit: () => void, observed: DbObservation | undefined): Db {
   const failed = observed?.failed;
+  const watched = <T>(call: Promise<T>): Promise<T> => {
+    if (failed) call.catch(failed);
+    return call;
+  };
   return {
     kind: db.kind,
-    query: failed
-      ? <R>(text: string, values?: readonly unknown[], options?: QueryOptions) => {
-          const call = db.query<R>(text, values, options);
-          call.catch(failed);
-          return call;
-        }
-      : <R>(text: string, values?: readonly unknown[], options?: QueryOptions) => db.query<R>(text, values, options),
-    exec: failed
-      ? (sql) => {
-          const call = db.exec(sql);
-          call.catch(failed);
-          return call;
-        }
-      : (sql) => db.exec(sql),
+    query: <R>(text: string, values?: readonly unknown[], options?: QueryOptions) => watched(db.query<R>(text, values, options)),
+    exec: (sql) => watched(db.exec(sql)),
     async transaction(fn) {
       // Without metrics, `observed?.…` skips its call, arguments and all.
       const started = observed ? performance.now() : 0;

@@ -1,7 +1,8 @@
 // Prometheus metrics (issue 20), through prom-client: one registry per app, scraped only on the
 // METRICS_PORT listener (metrics-server.ts), never through the public port. Every module adds its
 // series here through this narrow interface and knows nothing of prom-client's registry:
-//   - counter / gauge / histogram: get-or-create by name, then inc / set / observe as prom-client;
+//   - counter / gauge: get-or-create by name, then inc / set as prom-client;
+//   - countedHistogram: durations on a hot path, as plain counts formatted at scrape time;
 //   - counterFrom: a count the module keeps anyway (a number that only grows), read at scrape time;
 //   - readDatabases: gauges read from each environment's database at scrape time, bounded.
 // From a route or plugin: `app.metrics` (or `request.server.metrics`); elsewhere, the instance
@@ -11,7 +12,7 @@
 // Off (METRICS_PORT unset), the same calls work on a registry nobody scrapes: the costly parts
 // (per-request timing, the Db observer, the process's default metrics) are not installed at all.
 import { performance } from 'node:perf_hooks';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
 import type { Queryable } from './db/types.js';
 import { withinDeadline } from './deadline.js';
 
@@ -77,17 +78,14 @@ export class Metrics {
     });
   }
 
-  histogram<L extends string = never>(name: string, help: string, labelNames: readonly L[] = [], buckets?: number[]): Histogram<L> {
-    return this.existing<Histogram<L>>(name, Histogram) ?? new Histogram<L>({ name, help, labelNames, registers: [this.registry], ...(buckets ? { buckets } : {}) });
-  }
-
   /**
    * A histogram for the hot paths (every request, every transaction): an observation adds to plain
    * numbers of its label set, where prom-client's own Histogram validates and hashes the label
    * object on every call (the largest item metrics added to a CPU profile of a light request,
    * docs/performance.md). The caller finds a label set's series by a key of its own (`get`, else
-   * `create`) and observes into it; the registry formats the counts at scrape time, like its own. With `counter`, each
-   * label set's count is also a counter of that name (the requests counter beside their durations).
+   * `create`) and observes into it; the registry formats the counts at scrape time, like its own.
+   * With `counter`, each label set's count is also a counter of that name (the requests counter
+   * beside their durations).
    */
   countedHistogram<L extends string>(name: string, help: string, labelNames: readonly L[], buckets: readonly number[], counter?: { name: string; help: string }): CountedHistogram<L> {
     const histogram = new CountedHistogram<L>(labelNames, buckets);
