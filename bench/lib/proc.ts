@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -125,6 +125,15 @@ export function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/**
+ * Binds every thread of `pid` (the main thread, libuv's pool, V8's compiler and GC helpers) to
+ * `cpus` (a taskset list: "1", "0-1"), through util-linux's taskset. Threads started later
+ * inherit it. Linux only; throws when taskset is missing or refuses.
+ */
+export function pinTo(pid: number, cpus: string): void {
+  execFileSync('taskset', ['--all-tasks', '--cpu-list', '--pid', cpus, String(pid)], { stdio: 'ignore' });
 }
 
 /**

@@ -5,6 +5,8 @@
 //   - p99 at a fixed offered load: 200 requests/s in open loop (sent on the clock whether or not
 //     earlier answers came back, latency counted from when each was due), the mix below;
 //   - throughput at saturation: each kind alone at --connections, closed loop.
+// Beside the mix, one `GET /` (liveness: no environment, no database) every FLOOR_EVERY ticks
+// gives the floor of the p99 on this machine: the load generator, HTTP and scheduling alone.
 // Every request is different (bench/lib/dashboard-mix.ts). The larger size's figures are set
 // against the smaller's. Runs only when named: `--only data-growth --pg <url>`.
 import { performance } from 'node:perf_hooks';
@@ -27,6 +29,8 @@ const WRITES_PER_SECOND = 20;
 /** The offered load a real staff sends; it is held for this many times --duration (60 s by default). */
 const FIXED_RATE = 200;
 const FIXED_DURATIONS = 6;
+/** One liveness request beside every this many of the mix (10 a second at 200 req/s). */
+const FLOOR_EVERY = 20;
 
 // --- The fixed-load mix: shares of the 200 requests/s ---
 const KINDS = ['list', 'detail', 'audit case id', 'audit phrase'] as const;
@@ -72,6 +76,8 @@ const createBody = (i: number) =>
 interface FixedLoad {
   /** Latencies (ms, from when each request was due) by kind, sorted. */
   latencies: Record<Kind, number[]>;
+  /** Latencies (ms, from when each was due) of the liveness requests beside the mix, sorted. */
+  floor: number[];
   sent: number;
   failed: number;
   sample?: string;
@@ -92,6 +98,7 @@ const quantile = (sorted: readonly number[], q: number) => sorted[Math.max(0, Ma
 /** FIXED_RATE requests a second over the instances in turn, on the clock, for `seconds`. */
 async function fixedLoad(urls: string[], rows: number, seconds: number): Promise<FixedLoad> {
   const latencies: Record<Kind, number[]> = { list: [], detail: [], 'audit case id': [], 'audit phrase': [] };
+  const floor: number[] = [];
   const late: number[] = [];
   const inFlight = new Set<Promise<void>>();
   let failed = 0;
@@ -99,14 +106,11 @@ async function fixedLoad(urls: string[], rows: number, seconds: number): Promise
   const load = new OtherLoad();
   const start = performance.now() + 100;
   const period = 1000 / FIXED_RATE;
-  await every(start, 0, period, start + seconds * 1000, late, (n) => {
-    const due = start + n * period;
-    const kind = pickKind();
-    const url = `${urls[n % urls.length]}${pathFor(kind, rows)}`;
+  const send = (url: string, due: number, into: number[]) => {
     const p = fetch(url, { headers: { authorization: API_KEY } })
       .then(async (res) => {
         const text = await res.text();
-        if (res.ok) latencies[kind].push(performance.now() - due);
+        if (res.ok) into.push(performance.now() - due);
         else {
           failed++;
           sample ??= `${url} -> ${res.status} ${text.slice(0, 300)}`;
@@ -118,11 +122,18 @@ async function fixedLoad(urls: string[], rows: number, seconds: number): Promise
       })
       .finally(() => inFlight.delete(p));
     inFlight.add(p);
+  };
+  await every(start, 0, period, start + seconds * 1000, late, (n) => {
+    const due = start + n * period;
+    const kind = pickKind();
+    send(`${urls[n % urls.length]}${pathFor(kind, rows)}`, due, latencies[kind]);
+    if (n % FLOOR_EVERY === 0) send(`${urls[(n / FLOOR_EVERY) % urls.length]}/`, due, floor);
   });
   await Promise.all([...inFlight]);
   for (const kind of KINDS) latencies[kind].sort((a, b) => a - b);
+  floor.sort((a, b) => a - b);
   late.sort((a, b) => a - b);
-  return { latencies, sent: late.length, failed, timerLateP99: quantile(late, 0.99), otherCores: load.cores(), ...(sample === undefined ? {} : { sample }) };
+  return { latencies, floor, sent: late.length, failed, timerLateP99: quantile(late, 0.99), otherCores: load.cores(), ...(sample === undefined ? {} : { sample }) };
 }
 
 async function measureSize(ctx: Context, serverUrl: string, rows: number): Promise<SizeResult> {
@@ -158,7 +169,7 @@ async function measureSize(ctx: Context, serverUrl: string, rows: number): Promi
       const seconds = FIXED_DURATIONS * ctx.options.duration;
       fixed = await fixedLoad(urls, rows, seconds);
       const byKind = KINDS.map((k) => `${k} p50=${quantile(fixed.latencies[k], 0.5).toFixed(1)} p99=${quantile(fixed.latencies[k], 0.99).toFixed(1)} ms (${fixed.latencies[k].length})`).join('; ');
-      ctx.log(`    ${size}, ${FIXED_RATE} req/s for ${seconds} s: ${byKind}; ${fixed.failed} failed, timer late p99 ${fixed.timerLateP99.toFixed(1)} ms${fixed.sample ? `; ${fixed.sample}` : ''}`);
+      ctx.log(`    ${size}, ${FIXED_RATE} req/s for ${seconds} s: ${byKind}; floor (GET /) p50=${quantile(fixed.floor, 0.5).toFixed(1)} p99=${quantile(fixed.floor, 0.99).toFixed(1)} ms; ${fixed.failed} failed, timer late p99 ${fixed.timerLateP99.toFixed(1)} ms${fixed.sample ? `; ${fixed.sample}` : ''}`);
       for (const kind of KINDS) {
         const m = await measureSplit({ urls, path: () => pathFor(kind, rows), headers, connections: ctx.options.connections, duration: ctx.options.duration, warmup: ctx.options.warmup, quietWait: ctx.options.quietWait, label: kind });
         saturation[kind] = m;
@@ -202,6 +213,7 @@ export const dataGrowth: Scenario = {
         const goal = P99_GOAL_MS[kind];
         lines.push(ctx.line(`${size} ${kind} p99 at ${FIXED_RATE} req/s`, p99, 'ms', goal === undefined ? undefined : { text: `< ${goal} ms`, ok: p99 < goal }));
       }
+      lines.push(ctx.line(`${size} floor (GET /, no database) p99 beside the mix`, quantile(r.fixed.floor, 0.99), 'ms'));
       for (const kind of KINDS) {
         lines.push(ctx.line(`${size} ${kind} req/s at saturation`, r.saturation[kind].reqPerSec, 'req/s'));
         lines.push(ctx.line(`${size} ${kind} p99 at saturation`, r.saturation[kind].latencyMs.p99, 'ms'));

@@ -7,7 +7,15 @@
 // optimise, where the heap landed): an A/A comparison of two metrics-off services gave 0.89 and
 // 1.00 in two runs. So the comparison is made on PAIRS fresh pairs of services, and the figure is
 // pooled over all of them; each pair's own ratio is shown to tell a process's luck from a cost.
-import { cpuSeconds, freePort, httpGet, settle, stop, type Child } from '../lib/proc.js';
+//
+// On a machine of two cores or more, both services are bound to the last core and this process
+// (the load generator, the scraper) to the others: the service under load then has a core of its
+// own in every round, instead of the scheduler moving it and the generator about between two
+// (which made a pair's ratio swing by ±8 %). The two services take turns, so they never compete.
+// The on side's scrapes land on that core whichever side is loaded at the time: the throughput
+// ratio charges some of them to the off side, the CPU per request charges them all to the on side.
+import { availableParallelism } from 'node:os';
+import { cpuSeconds, freePort, httpGet, pinTo, settle, stop, type Child } from '../lib/proc.js';
 import { formatComparison } from '../lib/report.js';
 import { signIn } from '../lib/sign-in.js';
 import { startFakeChat } from '../lib/fake-chat.js';
@@ -43,10 +51,18 @@ export const metricsOverhead: Scenario = {
   needs: [],
   async run(ctx) {
     const chat = await startFakeChat();
+    const cores = availableParallelism();
+    const serviceCore = cores >= 2 ? String(cores - 1) : undefined;
+    if (serviceCore) {
+      pinTo(process.pid, cores === 2 ? '0' : `0-${cores - 2}`);
+      ctx.log(`    services bound to CPU ${serviceCore}, the load generator to the others`);
+    }
     const start = async (extraEnv: Record<string, string>): Promise<Child> => {
       const dbs = ctx.options.pg ? await createBenchDatabases(ctx.options.pg) : null;
       if (dbs) countAsOurs('postgres');
-      return (await startService({ dataDir: freshDataDir(), ...(dbs ?? {}), extraEnv: { ...chat.env, ...extraEnv } })).child;
+      const { child } = await startService({ dataDir: freshDataDir(), ...(dbs ?? {}), extraEnv: { ...chat.env, ...extraEnv } });
+      if (serviceCore) pinTo(child.pid, serviceCore);
+      return child;
     };
 
     // Which side starts first alternates from pair to pair: the start order is not to tell them apart.
@@ -99,7 +115,11 @@ export const metricsOverhead: Scenario = {
     };
 
     const pairs: PairResult[] = [];
-    for (let i = 0; i < PAIRS; i++) pairs.push(await pair(i % 2 === 0));
+    try {
+      for (let i = 0; i < PAIRS; i++) pairs.push(await pair(i % 2 === 0));
+    } finally {
+      if (serviceCore) pinTo(process.pid, `0-${cores - 1}`);
+    }
 
     const sum = (f: (p: PairResult) => number) => pairs.reduce((a, p) => a + f(p), 0);
     // Pooled: every pair's requests over every pair's measured seconds, on each side.
