@@ -10,8 +10,9 @@
 //
 // On a machine of two cores or more, both services are bound to the last core and this process
 // (the load generator, the scraper) to the others: the service under load then has a core of its
-// own in every round, instead of the scheduler moving it and the generator about between two
-// (which made a pair's ratio swing by ±8 %). The two services take turns, so they never compete.
+// own in every round, instead of the scheduler moving it and the generator about between two.
+// The two services take turns, so they never compete. (Pairs still differ: 0.81 to 1.12 on PGlite
+// in one run of twelve, docs/performance.md.)
 // The on side's scrapes land on that core whichever side is loaded at the time: the throughput
 // ratio charges some of them to the off side, the CPU per request charges them all to the on side.
 import { availableParallelism } from 'node:os';
