@@ -67,14 +67,19 @@ describe('the realtime hub, frame by frame', () => {
     sockets.push(raw);
     return raw;
   };
-  const shortToken = (sub: string, seconds: number) =>
-    new SignJWT({ role: 'authenticated' })
+  // A token that lives at least `seconds` (exp is in whole seconds: from the next whole second, or
+  // one minted late in a second could expire before its join is read), with its expiry in ms.
+  const shortToken = async (sub: string, seconds: number) => {
+    const exp = Math.ceil(Date.now() / 1000) + seconds;
+    const jwt = await new SignJWT({ role: 'authenticated' })
       .setProtectedHeader({ alg: 'HS256' })
       .setSubject(sub)
       .setIssuer('case-management:production')
       .setIssuedAt()
-      .setExpirationTime(Math.floor(Date.now() / 1000) + seconds)
+      .setExpirationTime(exp)
       .sign(new TextEncoder().encode(SECRETS.PRODUCTION_REALTIME_SIGNING_SECRET));
+    return { jwt, expiresAt: exp * 1000 };
+  };
 
   beforeAll(async () => {
     t = await createTestApp({ env: SECRETS });
@@ -143,12 +148,12 @@ describe('the realtime hub, frame by frame', () => {
   it('closes a channel whose token expires unrefreshed (system error, then phx_close); a refreshed token keeps it', async () => {
     const raw = await connect();
     const topic = `training:user:${trainee.agent.chat_id}`;
-    raw.send(joinFrame('1', topic, await shortToken(trainee.agent.chat_id, 1)));
+    raw.send(joinFrame('1', topic, (await shortToken(trainee.agent.chat_id, 1)).jwt));
     expect((await replyTo(raw, '1')).status).toBe('ok');
     const kept = await connect();
     const fresh = await token(t, trainee);
-    kept.send(joinFrame('1', topic, await shortToken(trainee.agent.chat_id, 2)));
-    const joinedAt = Date.now();
+    const keptToken = await shortToken(trainee.agent.chat_id, 2);
+    kept.send(joinFrame('1', topic, keptToken.jwt));
     expect((await replyTo(kept, '1')).status).toBe('ok');
     kept.send(['1', '2', `realtime:${topic}`, 'access_token', { access_token: fresh }]);
     await vi.waitFor(
@@ -157,10 +162,10 @@ describe('the realtime hub, frame by frame', () => {
         expect(system).toEqual(['1', null, `realtime:${topic}`, 'system', { channel: topic, extension: 'system', message: 'Token has expired 0 seconds ago', status: 'error' }]);
         expect(raw.frames.at(-1)).toEqual(['1', '1', `realtime:${topic}`, 'phx_close', {}]);
       },
-      { timeout: 4000 },
+      { timeout: 5000 },
     );
     // Past the first token's expiry: only the refresh keeps the channel open.
-    await new Promise((r) => setTimeout(r, Math.max(0, joinedAt + 2500 - Date.now())));
+    await new Promise((r) => setTimeout(r, Math.max(0, keptToken.expiresAt + 500 - Date.now())));
     expect(kept.frames.some((f) => f[3] === 'system')).toBe(false);
     await post(t, `/training/sessions/${session}/pause`, trainer);
     await vi.waitFor(() => expect(kept.broadcasts.map(([, event]) => event)).toEqual(['SESSION_PAUSED']));
