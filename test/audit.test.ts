@@ -29,6 +29,14 @@ beforeAll(async () => {
   t = await createTestApp();
   agent = await signedIn(t, { rank: 'Senior Agent', clearance: 4 });
   supervisor = await signedIn(t, { rank: 'Supervisor', clearance: 4 });
+  // Whether an event is a supervisor event is its report's flag now (issue 28), not the column the
+  // seed also sets: SVC-CASE-00003 is flagged, the others are not.
+  for (const [report, flagged] of [['SVC-CASE-00001', false], ['SVC-CASE-00002', false], ['SVC-CASE-00003', true]] as const) {
+    await t.db.production.query(
+      `insert into reports (report_id, reporter, reported, reason, notes, evidence, is_supervisor) values ($1, '300000000000000011', '300000000000000012', 'r', 'n', 'e', $2)`,
+      [report, flagged],
+    );
+  }
   for (const [i, [label, type, kind, chat, name, report, sup, before, after, data]] of SEED.entries()) {
     await t.db.production.query(
       `insert into events (type, actor_kind, actor_chat_id, actor_name, report_id, is_supervisor, before, after, data, correlation_id, created_at)
@@ -204,7 +212,7 @@ describe('GET /audit at volume: case ids and the counted total', () => {
     };
     const search = async (term: string, limit: number, offset: number) => {
       statements.length = 0;
-      const filter: AuditFilter = { search: term, events: [], hideSupervisor: false, sort: 'newest', limit, offset };
+      const filter: AuditFilter = { search: term, events: [], principal: { kind: 'key' }, sort: 'newest', limit, offset };
       const { total, totalCapped, events } = await searchEvents(db, filter);
       return { total, totalCapped, ids: events.map((e) => e.correlation_id), statements: [...statements] };
     };

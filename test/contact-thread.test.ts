@@ -40,12 +40,14 @@ describe('GET /reports/<id>/contact', () => {
     const refused = await get(id, other.headers);
     expect(refused.statusCode).toBe(403);
     expect(refused.json()).toEqual({ success: false, error: 'Only the assigned agent may do this', code: 'NOT_ASSIGNED' });
+    // The thread is the assigned agent's: supervisor rank alone does not open it (issue 28).
     const supervisor = await signedIn(t, { rank: 'Supervisor', clearance: 3 });
-    expect((await get(id, supervisor.headers)).statusCode).toBe(200);
+    expect((await get(id, supervisor.headers)).json()).toMatchObject({ code: 'NOT_ASSIGNED' });
 
     const flagged = await report({ supervisor: true });
     expect((await get(flagged, assigned.headers)).json()).toMatchObject({ code: 'SUPERVISOR_ONLY' });
-    expect((await get(flagged, supervisor.headers)).statusCode).toBe(200);
+    expect((await get(flagged, supervisor.headers)).json()).toMatchObject({ code: 'NOT_ASSIGNED' });
+    expect((await get(await report({ supervisor: true, assignedTo: supervisor.agent.chat_id }), supervisor.headers)).statusCode).toBe(200);
     expect((await get(flagged, key)).statusCode).toBe(200);
   });
 

@@ -3,8 +3,9 @@
 // (migrations/0011_admin_audit.sql).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
+import { eventReportIds, visibleToSql } from '../platform/auth/report-access.js';
 import type { Queryable } from '../platform/db/types.js';
-import { readDb } from '../platform/http/request-context.js';
+import { readDb, type Principal } from '../platform/http/request-context.js';
 import { COMMON_ERRORS, errorResponses, nullableString, stringEnum, timestamp, pageOffset } from '../platform/http/schemas.js';
 
 /** Spec Limits: GET /admin/audit answers at most 200 rows. */
@@ -49,9 +50,22 @@ interface AuditFilters {
   target?: string | undefined;
 }
 
+/**
+ * An admin audit row is about the reports its canonical event is about (the event written with it,
+ * same correlation id and name: report-access.ts decides from those reports' current flags).
+ */
+const aboutHiddenReport = (principal: Principal | null) => {
+  const visible = visibleToSql(principal, eventReportIds('e'));
+  return visible === 'true'
+    ? undefined
+    : `not exists (select 1 from events e where e.correlation_id = l.correlation_id and e.type = l.action and not (${visible}))`;
+};
+
 /** Only the filters given become predicates: each query then has one index to walk. */
-function whereOf(filters: AuditFilters): { where: string; values: string[] } {
+function whereOf(filters: AuditFilters, principal: Principal | null): { where: string; values: string[] } {
   const clauses: string[] = [];
+  const hidden = aboutHiddenReport(principal);
+  if (hidden) clauses.push(hidden);
   const values: string[] = [];
   for (const [column, value] of [['l.actor_chat_id', filters.agent], ['l.action', filters.action], ['l.target', filters.target]] as const) {
     if (value === undefined) continue;
@@ -61,8 +75,8 @@ function whereOf(filters: AuditFilters): { where: string; values: string[] } {
   return { where: clauses.length ? `where ${clauses.join(' and ')}` : '', values };
 }
 
-async function listAdminAudit(db: Queryable, filters: AuditFilters, limit: number, offset: number) {
-  const { where, values } = whereOf(filters);
+async function listAdminAudit(db: Queryable, principal: Principal | null, filters: AuditFilters, limit: number, offset: number) {
+  const { where, values } = whereOf(filters, principal);
   const n = values.length;
   const [page, total] = await Promise.all([
     db.query<AuditRow>(
@@ -90,7 +104,7 @@ export const adminAuditRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { agent, action, target, limit, offset } = request.query;
-      const result = await listAdminAudit(readDb(request), { agent, action, target }, limit ?? 50, offset ?? 0);
+      const result = await listAdminAudit(readDb(request), request.principal, { agent, action, target }, limit ?? 50, offset ?? 0);
       return { success: true as const, ...result };
     },
   );

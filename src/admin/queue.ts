@@ -7,7 +7,7 @@ import { Type } from 'typebox';
 import { errors } from '../platform/errors.js';
 import { COMMON_ERRORS, errorResponses, pageOffset } from '../platform/http/schemas.js';
 import type { FastifyRequest } from 'fastify';
-import { actionWithReport, cancelAction, listActions, lockAction, parseActionStatuses, type QueuedAction, type ReportActionRow } from '../queue/queries.js';
+import { readAction, cancelAction, listActions, lockAction, parseActionStatuses, type QueuedAction, type ReportActionRow } from '../queue/queries.js';
 import { requeueFailedAction } from '../queue/requeue.js';
 import { Action, ActionParams } from '../queue/schemas.js';
 import { sweepStale, SWEEP_BATCH, type SweepResult, type SweptQueue } from '../queue/sweep.js';
@@ -45,12 +45,6 @@ const SweepAnswer = Type.Object({
   correlation_id: CorrelationId,
 });
 
-async function readAction(db: Queryable, actionId: number): Promise<QueuedAction> {
-  const action = await actionWithReport(db, actionId);
-  if (!action) throw errors.actionNotFound(actionId);
-  return action;
-}
-
 /** Sweeps one queue batch after batch until nothing stale is left (a pickup sweeps one batch). */
 async function sweepAll(tx: Tx, table: SweptQueue, timeoutMs: number, correlationId: string): Promise<SweepResult> {
   const total: SweepResult = { requeued: [], failed: [] };
@@ -76,7 +70,7 @@ export const adminQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { status, limit, offset } = request.query;
-      const page = await listActions(request.environment.db, {
+      const page = await listActions(request.environment.db, request.principal, {
         statuses: parseActionStatuses(status ?? DEFAULT_STATUSES),
         limit: limit ?? ADMIN_QUEUE_LIMIT,
         offset: offset ?? 0,
@@ -116,7 +110,7 @@ export const adminQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
             isSupervisor: before.queue === 'supervisor',
           });
         });
-        return { success: true as const, action: await readAction(db, id), correlation_id: correlationId };
+        return { success: true as const, action: await readAction(db, request.principal, id), correlation_id: correlationId };
       },
     );
 

@@ -1,7 +1,9 @@
 // GET /audit reads the canonical events table. Every filter, the search, the sort and the page
 // are SQL: a case id is found through the events' report id index, other text through the
 // trigram-indexed search_text column of migration 0005.
+import { eventReportIds, reportFlaggedSql, visibleToSql } from '../platform/auth/report-access.js';
 import type { Queryable } from '../platform/db/types.js';
+import type { Principal } from '../platform/http/request-context.js';
 import type { EventRecord } from '../platform/events.js';
 import { AUDIT_TOTAL_CAP, type AuditSort } from './schemas.js';
 
@@ -16,8 +18,8 @@ export interface AuditFilter {
   events: string[];
   reportId?: string | undefined;
   supervisor?: 'only' | 'exclude' | undefined;
-  /** Callers below supervisor rank: supervisor events are out whatever else is asked. */
-  hideSupervisor: boolean;
+  /** Who asks: events about reports they may not see are out whatever else is asked. */
+  principal: Principal | null;
   sort: AuditSort;
   limit: number;
   offset: number;
@@ -52,6 +54,13 @@ export function indexProbe(term: string): string {
   return words.reduce((best, w) => (rank(w) > rank(best) ? w : best));
 }
 
+/**
+ * An event is a supervisor event while any report it is about is flagged now: decided at read time,
+ * never by the flag the row was written with (its is_supervisor column is history, not a rule).
+ */
+const EVENT_REPORT_IDS = eventReportIds();
+const eventFlagged = `(${EVENT_REPORT_IDS.map(reportFlaggedSql).join(' or ')})`;
+
 function whereClause(filter: AuditFilter): { sql: string; values: unknown[] } {
   const conditions: string[] = [];
   const values: unknown[] = [];
@@ -70,8 +79,10 @@ function whereClause(filter: AuditFilter): { sql: string; values: unknown[] } {
     conditions.push(`lower(type) like any (${param(filter.events.map((e) => `%${escapeLike(e.toLowerCase())}%`))}::text[])`);
   }
   if (filter.reportId !== undefined) conditions.push(`report_id = ${param(filter.reportId)}::text`);
-  if (filter.hideSupervisor || filter.supervisor === 'exclude') conditions.push('not is_supervisor');
-  if (filter.supervisor === 'only') conditions.push('is_supervisor');
+  const visible = visibleToSql(filter.principal, EVENT_REPORT_IDS);
+  if (visible !== 'true') conditions.push(visible);
+  if (filter.supervisor === 'exclude') conditions.push(`not ${eventFlagged}`);
+  if (filter.supervisor === 'only') conditions.push(eventFlagged);
   return { sql: conditions.length > 0 ? `where ${conditions.join(' and ')}` : '', values };
 }
 
@@ -111,7 +122,7 @@ export async function searchEvents(db: Queryable, filter: AuditFilter): Promise<
   const where = whereClause(filter);
   const n = where.values.length;
   const page = await db.query<EventRecord>(
-    `select id, type, actor_kind, actor_chat_id, actor_name, report_id, before, after, data, correlation_id, is_supervisor, created_at
+    `select id, type, actor_kind, actor_chat_id, actor_name, report_id, before, after, data, correlation_id, ${eventFlagged} as is_supervisor, created_at
      from events ${where.sql}
      order by ${ORDER[filter.sort]}
      limit $${n + 1}::int offset $${n + 2}::int`,

@@ -1,7 +1,6 @@
-// GET /audit (spec: Audit log): the canonical events with a readable line each. Supervisor events
-// stay hidden from sessions below supervisor rank whatever the parameters; the bot sees them all.
+// GET /audit (spec: Audit log): the canonical events with a readable line each. Events about reports
+// the caller may not see (report-access.ts) stay hidden whatever the parameters; the bot sees them all.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { isSupervisorRank } from '../platform/auth/permissions.js';
 import { readDb } from '../platform/http/request-context.js';
 import { COMMON_ERRORS, errorResponses } from '../platform/http/schemas.js';
 import { describeEvent, findCaseIds, searchEvents } from './queries.js';
@@ -16,7 +15,6 @@ export const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const query = request.query;
-      const principal = request.principal;
       const limit = query.limit ?? 100;
       const offset = query.offset ?? 0;
       const search = query.search || undefined;
@@ -28,7 +26,7 @@ export const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
         events: (query.event ?? '').split(',').map((e) => e.trim()).filter((e) => e.length > 0),
         reportId: query.report_id,
         supervisor: query.supervisor,
-        hideSupervisor: principal?.kind === 'session' && !isSupervisorRank(principal.agent.agent_rank),
+        principal: request.principal,
         sort: query.sort ?? 'newest',
         limit,
         offset,

@@ -44,7 +44,7 @@ export const AuditEvent = Type.Object({
   after: Type.Unknown(),
   data: Type.Unknown(),
   correlation_id: Type.String(),
-  is_supervisor: Type.Boolean(),
+  is_supervisor: Type.Boolean({ description: 'A report the event is about is supervisor-flagged now' }),
   created_at: timestamp(),
   text: Type.String({ description: 'One-line description; chat ids replaced by [id]' }),
 });

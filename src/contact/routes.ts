@@ -3,7 +3,7 @@
 // bot relays the reporter's answers. Each change is one transaction under the report's row lock.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { assertAssignedAgent, assertMaySeeSupervisor } from '../platform/auth/guards.js';
+import { assertMayWorkOnReport } from '../platform/auth/report-access.js';
 import type { Queryable, Tx } from '../platform/db/types.js';
 import { AppError, errors } from '../platform/errors.js';
 import { recordEvent } from '../platform/events.js';
@@ -19,8 +19,8 @@ const tags = ['Contact threads'];
 const threadClosed = (message = 'The contact thread is closed') => errors.conflict(message, 'THREAD_CLOSED');
 
 /**
- * The report and its thread, with the session gates: supervisor-flagged reports need supervisor
- * rank, and only the assigned agent (or supervisor rank) may work the thread. The gates run before
+ * The report and its thread, with the session gates (report-access.ts, contact work: supervisor
+ * rank for flagged reports, and the assigned agent only). The gates run before
  * the thread lookup so that a caller who may not act learns nothing about the thread.
  */
 async function reportAndThread(
@@ -32,8 +32,7 @@ async function reportAndThread(
   const report = await findReport(db, reportId, { forUpdate: options.forUpdate ?? false });
   if (!report) throw errors.notFound(`Report ${reportId}`);
   if (options.gated !== false) {
-    assertMaySeeSupervisor(request, report.is_supervisor);
-    assertAssignedAgent(request, report.assigned_agent, { supervisorMayAct: true });
+    assertMayWorkOnReport(request, report, 'contact');
   }
   const thread = await findThread(db, reportId, { forUpdate: options.forUpdate ?? false });
   if (!thread) throw new AppError(404, `No contact thread for report ${reportId}`, 'NOT_FOUND');

@@ -107,7 +107,7 @@ export const completionRoutes: FastifyPluginAsyncTypebox = async (app) => {
         }
         await recordEvent(tx, { ...(await deliveryEventBase(tx, request, locked)), type, before: { status: locked.status }, after, data });
       });
-      const item = await deliveryWithPunishment(db, id);
+      const item = await deliveryWithPunishment(db, request.principal, id);
       if (!item) throw errors.deliveryNotFound(id);
       return { success: true as const, item };
     },

@@ -1,8 +1,10 @@
 // The discipline delivery queue (spec: States and transitions, Discipline delivery item). Items are
 // enqueued in the transaction of the change that asks for them; the bot claims them with
 // `for update skip locked`, after the shared stale sweep (queue/sweep.ts).
+import { maySeeReport, reportFlaggedSql } from '../platform/auth/report-access.js';
 import type { Queryable, Tx } from '../platform/db/types.js';
-import { punishmentJson, type PunishmentRow } from '../punishments/queries.js';
+import type { Principal } from '../platform/http/request-context.js';
+import { punishmentJson, restrictedPunishment, type PunishmentRow, type RestrictedPunishment } from '../punishments/queries.js';
 
 export const DELIVERY_KINDS = ['issue', 'revoke', 'expire', 'user_lookup'] as const;
 export type DeliveryKind = (typeof DELIVERY_KINDS)[number];
@@ -32,7 +34,18 @@ export interface DeliveryRow {
 
 /** An item as the routes answer it: with the live punishment row (null for a user_lookup). */
 export interface Delivery extends DeliveryRow {
-  punishment: PunishmentRow | null;
+  punishment: PunishmentRow | RestrictedPunishment | null;
+  /** Its punishment cites a supervisor-flagged report the caller may not see: no texts are shown. */
+  restricted?: true;
+}
+
+type DeliveryRead = Delivery & { report_flagged: boolean };
+
+/** An item as this caller may see it, decided by the cited report's current flag (report-access.ts). */
+function shownDelivery(principal: Principal | null, row: DeliveryRead): Delivery {
+  const { report_flagged, ...item } = row;
+  if (item.punishment === null || maySeeReport(principal, { is_supervisor: report_flagged })) return item;
+  return { ...item, result_note: null, last_error: null, ref: null, restricted: true, punishment: restrictedPunishment(item.punishment as PunishmentRow) };
 }
 
 export interface NewDelivery {
@@ -51,11 +64,12 @@ export async function enqueueDelivery(tx: Tx, item: NewDelivery): Promise<Delive
   return rows[0]!;
 }
 
-const WITH_PUNISHMENT = `select d.*, case when p.punishment_id is null then null else ${punishmentJson('p')} end as punishment`;
+const WITH_PUNISHMENT = `select d.*, case when p.punishment_id is null then null else ${punishmentJson('p')} end as punishment,
+  ${reportFlaggedSql('p.report_id')} as report_flagged`;
 
 /** Claims the oldest item that is due (a paced retry waits for its available_at), skipping locked rows. */
 export async function claimNextDelivery(db: Queryable): Promise<Delivery | undefined> {
-  const { rows } = await db.query<Delivery>(
+  const { rows } = await db.query<DeliveryRead>(
     `with claimed as (
        update discipline_deliveries set status = 'processing', attempts = attempts + 1, claimed_at = now(), updated_at = now()
        where item_id = (
@@ -68,17 +82,18 @@ export async function claimNextDelivery(db: Queryable): Promise<Delivery | undef
     [],
     { name: 'claim_delivery' },
   );
-  return rows[0];
+  // Only the bot's key claims: it sees every report.
+  return rows[0] && shownDelivery({ kind: 'key' }, rows[0]);
 }
 
-export async function deliveryWithPunishment(db: Queryable, itemId: number): Promise<Delivery | undefined> {
-  const { rows } = await db.query<Delivery>(
+export async function deliveryWithPunishment(db: Queryable, principal: Principal | null, itemId: number): Promise<Delivery | undefined> {
+  const { rows } = await db.query<DeliveryRead>(
     `${WITH_PUNISHMENT} from discipline_deliveries d left join punishments p on p.punishment_id = d.punishment_id
      where d.item_id = $1::bigint`,
     [itemId],
     { name: 'delivery_with_punishment' },
   );
-  return rows[0];
+  return rows[0] && shownDelivery(principal, rows[0]);
 }
 
 export async function lockDelivery(tx: Tx, itemId: number): Promise<DeliveryRow | undefined> {
@@ -89,17 +104,18 @@ export async function lockDelivery(tx: Tx, itemId: number): Promise<DeliveryRow 
 /** Items in the given statuses, oldest first, with their live punishments, and the total. */
 export async function listDeliveries(
   db: Queryable,
+  principal: Principal | null,
   options: { statuses: readonly string[]; limit: number; offset?: number },
 ): Promise<{ count: number; items: Delivery[] }> {
   const [page, total] = await Promise.all([
-    db.query<Delivery>(
+    db.query<DeliveryRead>(
       `${WITH_PUNISHMENT} from discipline_deliveries d left join punishments p on p.punishment_id = d.punishment_id
        where d.status = any($1::text[]) order by d.created_at, d.item_id limit $2::int offset $3::int`,
       [options.statuses, options.limit, options.offset ?? 0],
     ),
     db.query<{ count: number }>('select count(*)::int as count from discipline_deliveries where status = any($1::text[])', [options.statuses]),
   ]);
-  return { count: total.rows[0]!.count, items: page.rows };
+  return { count: total.rows[0]!.count, items: page.rows.map((row) => shownDelivery(principal, row)) };
 }
 
 /** Issue flow: the delivery, and a user_lookup when no profile of the user is on record yet. */

@@ -63,7 +63,7 @@ export const disciplineRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { status, limit = 200, offset = 0 } = request.query;
-      const { count, items } = await listDeliveries(request.environment.db, { statuses: parseStatuses(status), limit, offset });
+      const { count, items } = await listDeliveries(request.environment.db, request.principal, { statuses: parseStatuses(status), limit, offset });
       return { success: true as const, count, items };
     },
   );
@@ -145,7 +145,7 @@ export const disciplineRoutes: FastifyPluginAsyncTypebox = async (app) => {
           data: { item_id: id, kind: locked.kind, punishment_id: locked.punishment_id, last_error: locked.last_error },
         });
       });
-      const item = await deliveryWithPunishment(db, id);
+      const item = await deliveryWithPunishment(db, request.principal, id);
       if (!item) throw errors.deliveryNotFound(id);
       return { success: true as const, item };
     },

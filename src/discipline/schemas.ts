@@ -3,7 +3,7 @@
 import { Type, type Static } from 'typebox';
 import { ChatId } from '../agents/schemas.js';
 import { nullableString, nullableTimestamp, stringEnum, timestamp, pageOffset } from '../platform/http/schemas.js';
-import type { PunishmentRow } from '../punishments/queries.js';
+import type { PunishmentRow, RestrictedPunishment } from '../punishments/queries.js';
 import { StoredProfile } from '../punishments/schemas.js';
 import { DELIVERY_KINDS, DELIVERY_STATUSES } from './queries.js';
 
@@ -29,11 +29,12 @@ export const DeliveryItem = Type.Object(
     completed_at: nullableTimestamp(),
     created_at: timestamp(),
     updated_at: timestamp(),
-    punishment: Type.Unsafe<PunishmentRow | null>({
+    punishment: Type.Unsafe<PunishmentRow | RestrictedPunishment | null>({
       type: ['object', 'null'],
       additionalProperties: true,
-      description: 'The live punishment row, read when answering; null for a user_lookup',
+      description: 'The live punishment row, read when answering; null for a user_lookup; only {punishment_id, report_id, status, created_at, updated_at, restricted} when it cites a supervisor-flagged report the caller may not see',
     }),
+    restricted: Type.Optional(Type.Literal(true, { description: 'Its punishment cites a supervisor-flagged report the caller may not see: result_note, last_error and ref are withheld' })),
   },
   { title: 'DisciplineDelivery' },
 );

@@ -2,7 +2,7 @@
 // of its report and the submitter's name, all from one statement whatever the number of rows.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { isSupervisorRank } from '../platform/auth/permissions.js';
+import { seesFlaggedReports } from '../platform/auth/report-access.js';
 import type { Queryable } from '../platform/db/types.js';
 import { COMMON_ERRORS, errorResponses, nullableString, timestamp } from '../platform/http/schemas.js';
 import { REPORT_STATUSES, type ReportStatus } from '../reports/queries.js';
@@ -41,7 +41,7 @@ export interface EvidenceItem {
   report: { report_id: string; status: ReportStatus; reported: string; reported_name: string | null; is_supervisor: boolean };
 }
 
-/** Supervisor-flagged reports' evidence is left out unless `includeSupervisor`. */
+/** Evidence of reports flagged now (the joined row) is left out unless `includeSupervisor`. */
 export async function listEvidence(db: Queryable, includeSupervisor: boolean): Promise<EvidenceItem[]> {
   const { rows } = await db.query<EvidenceItem>(
     `select e.id, e.report_id, e.description, e.url, e.submitted_by, e.submitted_by as submitted_by_id,
@@ -66,9 +66,7 @@ export const evidenceRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: { tags: ['Evidence'], summary: 'All evidence, newest first, with a summary of each report', response: { 200: EvidenceList, ...errorResponses(...COMMON_ERRORS) } },
     },
     async (request) => {
-      const principal = request.principal;
-      const includeSupervisor = principal?.kind !== 'session' || isSupervisorRank(principal.agent.agent_rank);
-      return { success: true as const, evidence: await listEvidence(request.environment.db, includeSupervisor) };
+      return { success: true as const, evidence: await listEvidence(request.environment.db, seesFlaggedReports(request.principal)) };
     },
   );
 };

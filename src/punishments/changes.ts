@@ -1,7 +1,9 @@
 // Queries of the punishment routes beyond the shared data layer (queries.ts): the list's total,
 // the stored profile, field updates and the revoke move. Writes take a Tx: they run under the
 // punishment's row lock (lockPunishment).
+import { profileVisibleToSql } from '../platform/auth/report-access.js';
 import type { Queryable, Tx } from '../platform/db/types.js';
+import type { Principal } from '../platform/http/request-context.js';
 import { punishmentColumns, type PunishmentFilter, type PunishmentRow, type StoredProfile } from './queries.js';
 
 export async function countPunishments(db: Queryable, filter: Omit<PunishmentFilter, 'limit' | 'offset'>): Promise<number> {
@@ -13,9 +15,10 @@ export async function countPunishments(db: Queryable, filter: Omit<PunishmentFil
   return rows[0]!.count;
 }
 
-export async function findStoredProfile(db: Queryable, chatId: string): Promise<StoredProfile | undefined> {
+/** The stored profile, unless it is a party's of a report the caller may not see (report-access.ts). */
+export async function findStoredProfile(db: Queryable, principal: Principal | null, chatId: string): Promise<StoredProfile | undefined> {
   const { rows } = await db.query<StoredProfile>(
-    'select chat_id, username, global_name, avatar, updated_at from chat_profiles where chat_id = $1::text',
+    `select chat_id, username, global_name, avatar, updated_at from chat_profiles where chat_id = $1::text and ${profileVisibleToSql(principal, 'chat_id')}`,
     [chatId],
   );
   return rows[0];

@@ -3,7 +3,9 @@
 // Revoked only by the revoke route. Every change that the chat platform must hear of enqueues a
 // discipline delivery in the same transaction.
 import { randomInt } from 'node:crypto';
+import { maySeeReport, profileVisibleToSql, reportFlaggedSql } from '../platform/auth/report-access.js';
 import type { Queryable, Tx } from '../platform/db/types.js';
+import type { Principal } from '../platform/http/request-context.js';
 
 export const PUNISHMENT_STATUSES = ['Active', 'Appealed', 'Expired', 'Revoked'] as const;
 export type PunishmentStatus = (typeof PUNISHMENT_STATUSES)[number];
@@ -77,20 +79,49 @@ export const punishmentJson = (p: string) => `jsonb_build_object(
   'revoked_by', ${p}.revoked_by, 'revoke_reason', ${p}.revoke_reason, 'expired_at', iso_utc(${p}.expired_at),
   'created_at', iso_utc(${p}.created_at), 'updated_at', iso_utc(${p}.updated_at))`;
 
-const PUNISHMENT_SELECT = `
-  select ${punishmentColumns('p')},
+/** What those who may not see the report a punishment cites learn of it (report-access.ts). */
+export interface RestrictedPunishment {
+  punishment_id: string;
+  report_id: string | null;
+  status: PunishmentStatus;
+  created_at: string;
+  updated_at: string;
+  restricted: true;
+}
+
+export const restrictedPunishment = (p: Pick<PunishmentRow, 'punishment_id' | 'report_id' | 'status' | 'created_at' | 'updated_at'>): RestrictedPunishment => ({
+  punishment_id: p.punishment_id,
+  report_id: p.report_id,
+  status: p.status,
+  created_at: p.created_at,
+  updated_at: p.updated_at,
+  restricted: true,
+});
+
+type PunishmentRead = Punishment & { report_flagged: boolean };
+
+/** The punishment as this caller may see it: whole, or the placeholder when it cites a report they may not see. */
+function shownPunishment(principal: Principal | null, row: PunishmentRead): Punishment | RestrictedPunishment {
+  const { report_flagged, ...punishment } = row;
+  return maySeeReport(principal, { is_supervisor: report_flagged }) ? punishment : restrictedPunishment(punishment);
+}
+
+// The cited report's current flag decides what the caller sees of the punishment; the stored
+// profile of a party of a flagged report is withheld from those who may not see that report.
+const punishmentSelect = (principal: Principal | null) => `
+  select ${punishmentColumns('p')}, ${reportFlaggedSql('p.report_id')} as report_flagged,
     (select jsonb_build_object('item_id', d.item_id, 'kind', d.kind, 'status', d.status, 'attempts', d.attempts,
         'result_note', d.result_note, 'last_error', d.last_error, 'ref', d.ref, 'available_at', iso_utc(d.available_at),
         'completed_at', iso_utc(d.completed_at), 'updated_at', iso_utc(d.updated_at))
      from discipline_deliveries d where d.punishment_id = p.punishment_id order by d.item_id desc limit 1) as delivery,
     (select jsonb_build_object('chat_id', c.chat_id, 'username', c.username, 'global_name', c.global_name,
         'avatar', c.avatar, 'updated_at', iso_utc(c.updated_at))
-     from chat_profiles c where c.chat_id = p.user_id) as profile
+     from chat_profiles c where c.chat_id = p.user_id and ${profileVisibleToSql(principal, 'c.chat_id')}) as profile
   from punishments p`;
 
-export async function loadPunishment(db: Queryable, punishmentId: string): Promise<Punishment | undefined> {
-  const { rows } = await db.query<Punishment>(`${PUNISHMENT_SELECT} where p.punishment_id = $1::text`, [punishmentId]);
-  return rows[0];
+export async function loadPunishment(db: Queryable, principal: Principal | null, punishmentId: string): Promise<Punishment | RestrictedPunishment | undefined> {
+  const { rows } = await db.query<PunishmentRead>(`${punishmentSelect(principal)} where p.punishment_id = $1::text`, [punishmentId]);
+  return rows[0] && shownPunishment(principal, rows[0]);
 }
 
 export interface PunishmentFilter {
@@ -101,14 +132,14 @@ export interface PunishmentFilter {
 }
 
 /** Newest first; filters are optional. */
-export async function listPunishments(db: Queryable, filter: PunishmentFilter): Promise<Punishment[]> {
-  const { rows } = await db.query<Punishment>(
-    `${PUNISHMENT_SELECT}
+export async function listPunishments(db: Queryable, principal: Principal | null, filter: PunishmentFilter): Promise<(Punishment | RestrictedPunishment)[]> {
+  const { rows } = await db.query<PunishmentRead>(
+    `${punishmentSelect(principal)}
      where ($1::text is null or p.user_id = $1::text) and ($2::text is null or p.status = $2::text)
      order by p.created_at desc, p.creation_order desc limit $3::int offset $4::int`,
     [filter.user_id ?? null, filter.status ?? null, filter.limit, filter.offset],
   );
-  return rows;
+  return rows.map((row) => shownPunishment(principal, row));
 }
 
 export async function lockPunishment(tx: Tx, punishmentId: string): Promise<PunishmentRow | undefined> {

@@ -36,10 +36,14 @@ async function prepareBody(request: FastifyRequest): Promise<void> {
   if (field !== undefined) throw errors.validation(`body.${field} is server-managed and cannot be set`);
 }
 
-/** Read after the commit, on the pool; a punishment is never deleted, so it is there. */
+/**
+ * Read after the commit, on the pool; a punishment is never deleted, so it is there. One citing a
+ * report the caller may not see is refused as that report is (report-access.ts).
+ */
 async function punishment(request: FastifyRequest, id: string): Promise<Punishment> {
-  const found = await loadPunishment(request.environment.db, id);
+  const found = await loadPunishment(request.environment.db, request.principal, id);
   if (!found) throw punishmentNotFound(id);
+  if ('restricted' in found) throw errors.forbidden('Supervisor reports require supervisor rank', 'SUPERVISOR_ONLY');
   return found;
 }
 
@@ -76,7 +80,7 @@ export const punishmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const db = request.environment.db;
       const { user_id, status, limit, offset } = request.query;
       const filter = { ...(user_id !== undefined ? { user_id } : {}), ...(status !== undefined ? { status } : {}) };
-      const [count, punishments] = await Promise.all([countPunishments(db, filter), listPunishments(db, { ...filter, limit, offset })]);
+      const [count, punishments] = await Promise.all([countPunishments(db, filter), listPunishments(db, request.principal, { ...filter, limit, offset })]);
       return { success: true as const, count, punishments };
     },
   );
@@ -144,7 +148,7 @@ export const punishmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       await sweep(request);
-      const profile = await findStoredProfile(request.environment.db, request.params.chat_id);
+      const profile = await findStoredProfile(request.environment.db, request.principal, request.params.chat_id);
       if (!profile) throw new AppError(404, `No stored profile for user ${request.params.chat_id}`, 'PROFILE_NOT_FOUND');
       return { success: true as const, profile };
     },

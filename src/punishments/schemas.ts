@@ -107,10 +107,23 @@ export const Punishment = Type.Object({
   profile: Type.Union([StoredProfile, Type.Null()], { description: "The user's stored chat profile, when one is on record" }),
 });
 
+/** A punishment citing a supervisor-flagged report, as those who may not see that report get it. */
+export const RestrictedPunishment = Type.Object(
+  {
+    punishment_id: Type.String(),
+    report_id: nullableString(),
+    status: Status,
+    created_at: timestamp(),
+    updated_at: timestamp(),
+    restricted: Type.Literal(true),
+  },
+  { description: 'Cites a supervisor-flagged report the caller may not see: nothing else is shown' },
+);
+
 export const PunishmentResult = Type.Object({ success: Type.Literal(true), punishment: Punishment });
 export const PunishmentList = Type.Object({
   success: Type.Literal(true),
   count: Type.Integer({ description: 'Punishments matching the filters, over all pages' }),
-  punishments: Type.Array(Punishment, { description: 'Newest first' }),
+  punishments: Type.Array(Type.Union([Punishment, RestrictedPunishment]), { description: 'Newest first' }),
 });
 export const ProfileResult = Type.Object({ success: Type.Literal(true), profile: StoredProfile });

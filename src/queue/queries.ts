@@ -1,7 +1,9 @@
 // The report action queue (spec: Report action queues): rows are enqueued inside the transaction
 // of the change that asks the bot to act, so a rolled-back change never reaches the bot.
+import { maySeeReport } from '../platform/auth/report-access.js';
 import type { Queryable, Tx } from '../platform/db/types.js';
 import { errors } from '../platform/errors.js';
+import type { Principal } from '../platform/http/request-context.js';
 
 export const ACTION_KINDS = ['claim', 'investigate', 'validate', 'invalidate', 'contact_reporter', 'contact_message', 'contact_closed'] as const;
 export type ActionKind = (typeof ACTION_KINDS)[number];
@@ -56,9 +58,37 @@ export interface ReportBasics {
   thread_id: string | null;
 }
 
+/** What those who may not see a supervisor-flagged report learn of it (as in the report lists). */
+export interface RestrictedReport {
+  report_id: string;
+  status: string;
+  is_supervisor: true;
+  restricted: true;
+}
+
 export interface QueuedAction extends ReportActionRow {
   /** Null only when the report was deleted while the action waited (its rows cascade away then). */
-  report: ReportBasics | null;
+  report: ReportBasics | RestrictedReport | null;
+  /** The report is supervisor-flagged and the caller may not see it: no payload, note or error. */
+  restricted?: true;
+}
+
+/**
+ * An action as this caller may see it, decided by the report's current flag (the joined row): an
+ * action on a report the caller may not see keeps its queue metadata and loses every text the
+ * report or the bot put in it.
+ */
+export function shownAction(principal: Principal | null, action: QueuedAction): QueuedAction {
+  const report = action.report;
+  if (report === null || maySeeReport(principal, report)) return action;
+  return {
+    ...action,
+    payload: {},
+    result_note: null,
+    last_error: null,
+    restricted: true,
+    report: { report_id: report.report_id, status: report.status, is_supervisor: true, restricted: true },
+  };
 }
 
 const WITH_REPORT = `
@@ -149,13 +179,20 @@ export async function requeueAction(tx: Tx, actionId: number): Promise<ReportAct
   return rows[0]!;
 }
 
-export async function actionWithReport(db: Queryable, actionId: number): Promise<QueuedAction | undefined> {
+export async function actionWithReport(db: Queryable, principal: Principal | null, actionId: number): Promise<QueuedAction | undefined> {
   const { rows } = await db.query<QueuedAction>(
     `${WITH_REPORT} from report_actions a left join reports r on r.report_id = a.report_id where a.action_id = $1::bigint`,
     [actionId],
     { name: 'action_with_report' },
   );
-  return rows[0];
+  return rows[0] && shownAction(principal, rows[0]);
+}
+
+/** Read after the commit: the action as the caller may see it; 404 when it does not exist. */
+export async function readAction(db: Queryable, principal: Principal | null, actionId: number): Promise<QueuedAction> {
+  const action = await actionWithReport(db, principal, actionId);
+  if (!action) throw errors.actionNotFound(actionId);
+  return action;
 }
 
 export const ACTION_STATUSES = ['pending', 'processing', 'success', 'failed', 'cancelled'] as const;
@@ -184,6 +221,7 @@ export async function cancelAction(tx: Tx, actionId: number, reason: string): Pr
  */
 export async function listActions(
   db: Queryable,
+  principal: Principal | null,
   options: { queue?: QueueName; statuses: readonly string[]; limit: number; offset?: number },
 ): Promise<{ count: number; actions: QueuedAction[] }> {
   const where = `a.status = any($1::text[])${options.queue ? ' and a.queue = $4::text' : ''}`;
@@ -197,5 +235,5 @@ export async function listActions(
     ),
     db.query<{ count: number }>(`select count(*)::int as count from report_actions a where ${where.replace(/\$4/g, '$2')}`, options.queue ? [options.statuses, options.queue] : [options.statuses]),
   ]);
-  return { count: total.rows[0]!.count, actions: page.rows };
+  return { count: total.rows[0]!.count, actions: page.rows.map((action) => shownAction(principal, action)) };
 }

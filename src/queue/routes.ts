@@ -12,7 +12,7 @@ import { actorOf } from '../platform/http/request-context.js';
 import { COMMON_ERRORS, errorResponses } from '../platform/http/schemas.js';
 import {
   ACTION_STATUSES,
-  actionWithReport,
+  readAction,
   claimNextAction,
   completeAction,
   listActions,
@@ -36,13 +36,6 @@ function assertMayWorkSupervisorQueue(request: FastifyRequest): void {
   }
 }
 
-/** Read after the commit: the action as the caller sees it, with its report basics. */
-async function readAction(db: Queryable, actionId: number): Promise<QueuedAction> {
-  const action = await actionWithReport(db, actionId);
-  if (!action) throw errors.actionNotFound(actionId);
-  return action;
-}
-
 export const actionQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/actions/pending',
@@ -55,7 +48,7 @@ export const actionQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const { count, actions } = await listActions(request.environment.db, { statuses: ['pending', 'processing'], limit: BOT_PENDING_LIMIT });
+      const { count, actions } = await listActions(request.environment.db, request.principal, { statuses: ['pending', 'processing'], limit: BOT_PENDING_LIMIT });
       return { success: true as const, count, actions };
     },
   );
@@ -106,7 +99,7 @@ export const actionQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
       async (request) => {
         if (queue === 'supervisor') assertMayWorkSupervisorQueue(request);
         const query = request.query;
-        const { count, actions } = await listActions(request.environment.db, {
+        const { count, actions } = await listActions(request.environment.db, request.principal, {
           queue,
           statuses: parseActionStatuses(query.status ?? 'pending,processing'),
           limit: query.limit ?? 200,
@@ -155,7 +148,7 @@ export const actionQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const id = request.params.action_id;
       const db = request.environment.db;
       await db.transaction((tx) => requeueFailedAction(tx, request, id, () => assertMayWorkSupervisorQueue(request)));
-      return { success: true as const, action: await readAction(db, id) };
+      return { success: true as const, action: await readAction(db, request.principal, id) };
     },
   );
 };

@@ -21,6 +21,12 @@ export const ReportBasics = Type.Object(
   { description: 'What the bot needs of the report the action is about' },
 );
 
+/** The report lists' placeholder: a supervisor-flagged report the caller may not see. */
+export const RestrictedReport = Type.Object(
+  { report_id: Type.String(), status: Type.String(), is_supervisor: Type.Literal(true), restricted: Type.Literal(true) },
+  { description: 'A supervisor-flagged report the caller may not see: its id and status only' },
+);
+
 export const Action = Type.Object({
   action_id: Type.Integer(),
   report_id: Type.String(),
@@ -36,7 +42,8 @@ export const Action = Type.Object({
   completed_at: nullableTimestamp('When it reached success or failed'),
   created_at: timestamp(),
   updated_at: timestamp(),
-  report: Type.Union([ReportBasics, Type.Null()], { description: 'Null only when the report is gone' }),
+  report: Type.Union([ReportBasics, RestrictedReport, Type.Null()], { description: 'Null only when the report is gone' }),
+  restricted: Type.Optional(Type.Literal(true, { description: 'The report is supervisor-flagged and the caller may not see it: payload, result_note and last_error are withheld' })),
 });
 
 export const ActionList = Type.Object({

@@ -4,7 +4,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type { Queryable, Tx } from '../platform/db/types.js';
-import { assertAssignedAgent, assertMaySeeSupervisor, sessionAgent } from '../platform/auth/guards.js';
+import { sessionAgent } from '../platform/auth/guards.js';
+import { assertMayWorkOnReport, type ReportWork } from '../platform/auth/report-access.js';
 import { errors } from '../platform/errors.js';
 import { recordEvent } from '../platform/events.js';
 import { actorOf } from '../platform/http/request-context.js';
@@ -15,11 +16,11 @@ import { addTimeline, findReport, loadFullReport, queueOf, touchReport, type Ful
 
 const tags = ['Reports'];
 
-/** The report under a row lock, after the supervisor rule; 404 when it does not exist. */
-export async function lockReport(tx: Tx, request: FastifyRequest, reportId: string): Promise<ReportRow> {
+/** The report under a row lock, once the caller may do this work on it; 404 when it does not exist. */
+export async function lockReport(tx: Tx, request: FastifyRequest, reportId: string, work: ReportWork): Promise<ReportRow> {
   const report = await findReport(tx, reportId, { forUpdate: true });
   if (!report) throw errors.notFound(`Report ${reportId}`);
-  assertMaySeeSupervisor(request, report.is_supervisor);
+  assertMayWorkOnReport(request, report, work);
   return report;
 }
 
@@ -121,8 +122,7 @@ export const reportActionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (action === 'claim') sessionAgent(request);
       const db = request.environment.db;
       const id = await db.transaction(async (tx) => {
-        const locked = await lockReport(tx, request, request.params.report_id);
-        if (action !== 'claim') assertAssignedAgent(request, locked.assigned_agent);
+        const locked = await lockReport(tx, request, request.params.report_id, action === 'claim' ? 'claim' : 'act');
         await applyAction(tx, request, locked, action, reason);
         return locked.report_id;
       });
@@ -144,8 +144,7 @@ export const reportActionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const db = request.environment.db;
       const id = await db.transaction(async (tx) => {
-        const locked = await lockReport(tx, request, request.params.report_id);
-        assertAssignedAgent(request, locked.assigned_agent);
+        const locked = await lockReport(tx, request, request.params.report_id, 'act');
         await applyAction(tx, request, locked, 'investigate', 'Investigation started', false);
         return locked.report_id;
       });
@@ -167,8 +166,7 @@ export const reportActionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const db = request.environment.db;
       const reportId = await db.transaction(async (tx) => {
-        const locked = await lockReport(tx, request, request.params.report_id);
-        assertAssignedAgent(request, locked.assigned_agent);
+        const locked = await lockReport(tx, request, request.params.report_id, 'act');
         if (locked.status !== 'Under Investigation') throw errors.conflict('No investigation is in progress', 'NO_INVESTIGATION');
         const id = locked.report_id;
         await tx.query(

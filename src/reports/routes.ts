@@ -2,8 +2,7 @@
 // bot's chat-profile delivery. Every change is one transaction with its timeline row and event.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { assertAssignedAgent, assertMaySeeSupervisor } from '../platform/auth/guards.js';
-import { hasPermission, isSupervisorRank } from '../platform/auth/permissions.js';
+import { assertMaySeeReport, assertMaySendReportFields, assertMayUpdateReport, assertMayWorkOnReport, seesFlaggedReports } from '../platform/auth/report-access.js';
 import { errors } from '../platform/errors.js';
 import type { Tx } from '../platform/db/types.js';
 import { recordEvent, type Actor } from '../platform/events.js';
@@ -23,7 +22,6 @@ const tags = ['Reports'];
 const FORM = 'application/x-www-form-urlencoded';
 const FORM_OPTIONAL = ['reporter_name', 'reported_name', 'status', 'assigned_agent', 'thread_id', 'evidence_url'];
 const PAGE_ONLY = ['offset', 'statuses', 'type', 'contact_open', 'sort'] as const;
-const BOT_ONLY_FIELDS = ['is_supervisor', 'notes', 'reason'] as const;
 
 /** Form bodies carry only strings: the boolean is spelled out, and an empty optional field is absent. */
 async function normaliseFormBody(request: FastifyRequest): Promise<void> {
@@ -37,9 +35,6 @@ async function normaliseFormBody(request: FastifyRequest): Promise<void> {
     else throw errors.validation('body.is_supervisor must be true or false');
   }
 }
-
-const maySeeSupervisor = (request: FastifyRequest) =>
-  request.principal?.kind !== 'session' || isSupervisorRank(request.principal.agent.agent_rank);
 
 function parseStatuses(list: string | undefined): ReportStatus[] | undefined {
   if (list === undefined) return undefined;
@@ -66,7 +61,8 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const body = request.body;
-      assertMaySeeSupervisor(request, body.is_supervisor === true);
+      // Creating a report flagged is seeing one: supervisor rank (or the bot).
+      assertMaySeeReport(request, { is_supervisor: body.is_supervisor === true });
       const actor = actorOf(request);
       const report = await request.environment.db.transaction(async (tx) => {
         const created = await insertReport(tx, body);
@@ -98,7 +94,7 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const q = request.query;
       const db = readDb(request);
-      const supervisor = maySeeSupervisor(request);
+      const supervisor = seesFlaggedReports(request.principal);
       if (q.limit === undefined) {
         const stray = PAGE_ONLY.find((name) => q[name] !== undefined);
         if (stray) throw errors.validation(`querystring.limit is required with querystring.${stray}`);
@@ -129,7 +125,7 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const report = await loadFullReport(readDb(request), request.params.report_id);
       if (!report) throw errors.notFound(`Report ${request.params.report_id}`);
-      assertMaySeeSupervisor(request, report.is_supervisor);
+      assertMaySeeReport(request, report);
       return { success: true as const, report };
     },
   );
@@ -149,19 +145,12 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const body = request.body;
       if (Object.keys(body).length === 0) throw errors.validation('body has no field to update');
-      const reassigning = 'assigned_agent' in body;
-      if (request.principal?.kind === 'session') {
-        if (reassigning && !hasPermission(request.principal.agent, 'reassign_docket')) throw errors.insufficientClearance();
-        const botOnly = BOT_ONLY_FIELDS.find((field) => field in body);
-        if (botOnly) throw errors.forbidden(`body.${botOnly} may be changed by the bot only`, 'BOT_ONLY_FIELD');
-      }
+      const fields = Object.keys(body);
+      assertMaySendReportFields(request, fields);
       const report = await request.environment.db.transaction(async (tx) => {
         const current = await findReport(tx, request.params.report_id, { forUpdate: true });
         if (!current) throw errors.notFound(`Report ${request.params.report_id}`);
-        assertMaySeeSupervisor(request, current.is_supervisor);
-        // Reassignment is what reassign_docket exists for: its holders (Head Investigator and up)
-        // may move a docket they are not assigned to; every other change is the assignee's.
-        assertAssignedAgent(request, current.assigned_agent, { supervisorMayAct: reassigning });
+        assertMayUpdateReport(request, current, fields);
         await applyReportUpdate(tx, current, body, actorOf(request), request.id);
         return (await loadFullReport(tx, current.report_id))!;
       });
@@ -192,7 +181,7 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const deleted = await request.environment.db.transaction(async (tx) => {
         const current = await findReport(tx, request.params.report_id, { forUpdate: true });
         if (!current) throw errors.notFound(`Report ${request.params.report_id}`);
-        assertMaySeeSupervisor(request, current.is_supervisor);
+        assertMayWorkOnReport(request, current, 'delete');
         const preImage = (await loadFullReport(tx, current.report_id))!;
         const { deleted_at } = await deleteReportWithPreImage(tx, { reportId: current.report_id, preImage, reason, deletedBy: actor, correlationId: request.id });
         await addTimeline(tx, current.report_id, `Report deleted: ${reason}`, actor);

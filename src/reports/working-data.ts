@@ -1,10 +1,10 @@
-// A report's working data (spec: Reports): notes, evidence and free timeline entries. Sessions may
-// add them only as the assigned agent (or supervisor rank) while an investigation is in progress;
-// the bot is not gated. Each write is one transaction under the report's row lock.
+// A report's working data (spec: Reports): notes, evidence and free timeline entries. Sessions add
+// them while an investigation is in progress, as report-access.ts allows (notes and evidence: the
+// assigned agent or supervisor rank; timeline entries: the assigned agent); the bot is not gated. Each write is one transaction under the report's row lock.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type { Tx } from '../platform/db/types.js';
-import { assertAssignedAgent } from '../platform/auth/guards.js';
+import type { ReportWork } from '../platform/auth/report-access.js';
 import { errors } from '../platform/errors.js';
 import { recordEvent } from '../platform/events.js';
 import { actorOf } from '../platform/http/request-context.js';
@@ -15,10 +15,9 @@ import { addTimeline, touchReport, type ReportRow } from './queries.js';
 
 const tags = ['Reports'];
 
-async function lockForWork(tx: Tx, request: FastifyRequest, reportId: string, what: string): Promise<ReportRow> {
-  const report = await lockReport(tx, request, reportId);
+async function lockForWork(tx: Tx, request: FastifyRequest, reportId: string, work: ReportWork, what: string): Promise<ReportRow> {
+  const report = await lockReport(tx, request, reportId, work);
   if (request.principal?.kind === 'session') {
-    assertAssignedAgent(request, report.assigned_agent, { supervisorMayAct: true });
     if (report.status !== 'Under Investigation') {
       throw errors.conflict(`${what} can only be added while an investigation is in progress`, 'NOT_UNDER_INVESTIGATION');
     }
@@ -63,7 +62,7 @@ export const reportWorkingDataRoutes: FastifyPluginAsyncTypebox = async (app) =>
     async (request, reply) => {
       const db = request.environment.db;
       const result = await db.transaction(async (tx) => {
-        const report = await lockForWork(tx, request, request.params.report_id, 'Notes');
+        const report = await lockForWork(tx, request, request.params.report_id, 'note', 'Notes');
         const actor = actorOf(request);
         const author = actor.kind === 'agent' ? ['agent', actor.chatId, actor.name ?? null] : ['bot', null, 'Automation bot'];
         const { rows } = await tx.query<{ id: number; report_id: string; note: string; author_kind: string; author_chat_id: string | null; author_name: string | null; created_at: string }>(
@@ -100,7 +99,7 @@ export const reportWorkingDataRoutes: FastifyPluginAsyncTypebox = async (app) =>
       assertHttpUrl(url);
       const db = request.environment.db;
       const result = await db.transaction(async (tx) => {
-        const report = await lockForWork(tx, request, request.params.report_id, 'Evidence');
+        const report = await lockForWork(tx, request, request.params.report_id, 'evidence', 'Evidence');
         const actor = actorOf(request);
         const { rows } = await tx.query<{ id: number; report_id: string; description: string; url: string; submitted_by: string | null; submitted_by_id: string | null; created_at: string }>(
           `insert into report_evidence (report_id, description, url, submitted_by) values ($1::text, $2::text, $3::text, $4::text)
@@ -124,7 +123,7 @@ export const reportWorkingDataRoutes: FastifyPluginAsyncTypebox = async (app) =>
       config: { auth: 'either', permission: 'manage_dockets' },
       schema: {
         tags,
-        summary: 'Add a timeline entry (sessions: assigned agent or supervisor rank, during an investigation)',
+        summary: 'Add a timeline entry (sessions: the assigned agent, during an investigation)',
         params: ReportIdParams,
         body: TimelineBody,
         response: { 201: TimelineResult, ...errorResponses(400, 404, 409, 415, ...COMMON_ERRORS) },
@@ -133,7 +132,7 @@ export const reportWorkingDataRoutes: FastifyPluginAsyncTypebox = async (app) =>
     async (request, reply) => {
       const db = request.environment.db;
       const result = await db.transaction(async (tx) => {
-        const report = await lockForWork(tx, request, request.params.report_id, 'Timeline entries');
+        const report = await lockForWork(tx, request, request.params.report_id, 'timeline', 'Timeline entries');
         const entry = await addTimeline(tx, report.report_id, request.body.event, actorOf(request));
         await recordEvent(tx, { ...eventBase(request, report), type: 'report.timeline_entry_added', data: { timeline_id: entry.id } });
         await touchReport(tx, report.report_id);

@@ -1,8 +1,9 @@
-// The reusable authorization guards: require_admin, the supervisor rule, the assigned-agent rule.
+// The reusable authorization guards: require_admin; and the report policy's supervisor rule and assignment gate.
 import type { FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import type { AgentRow } from '../../src/agents/queries.js';
-import { assertAssignedAgent, assertMaySeeSupervisor, requireAdmin, sessionAgent } from '../../src/platform/auth/guards.js';
+import { requireAdmin, sessionAgent } from '../../src/platform/auth/guards.js';
+import { assertMaySeeReport, assertMayUpdateReport, assertMayWorkOnReport, visibleToSql } from '../../src/platform/auth/report-access.js';
 import type { Rank } from '../../src/platform/auth/permissions.js';
 import { AppError } from '../../src/platform/errors.js';
 
@@ -55,36 +56,56 @@ describe('requireAdmin', () => {
   });
 });
 
-describe('the supervisor rule', () => {
-  it('lets supervisor rank and the bot see supervisor-flagged records, nobody else', () => {
+describe('the supervisor rule (report-access.ts)', () => {
+  it('lets supervisor rank and the bot see supervisor-flagged reports, nobody else', () => {
     for (const rank of ['Supervisor', 'Head Investigator', 'Director'] as const) {
-      expect(refusal(() => assertMaySeeSupervisor(asSession(agent('1', rank, 1)), true))).toBeUndefined();
+      expect(refusal(() => assertMaySeeReport(asSession(agent('1', rank, 1)), { is_supervisor: true }))).toBeUndefined();
     }
-    expect(refusal(() => assertMaySeeSupervisor(asKey, true))).toBeUndefined();
-    expect(refusal(() => assertMaySeeSupervisor(asSession(agent('1', 'Senior Agent', 5)), true))).toEqual({
+    expect(refusal(() => assertMaySeeReport(asKey, { is_supervisor: true }))).toBeUndefined();
+    expect(refusal(() => assertMaySeeReport(asSession(agent('1', 'Senior Agent', 5)), { is_supervisor: true }))).toEqual({
       status: 403,
       error: 'Supervisor reports require supervisor rank',
       code: 'SUPERVISOR_ONLY',
     });
-    expect(refusal(() => assertMaySeeSupervisor(asSession(agent('1', 'Agent', 1)), false))).toBeUndefined();
+    expect(refusal(() => assertMaySeeReport(asSession(agent('1', 'Agent', 1)), { is_supervisor: false }))).toBeUndefined();
+  });
+
+  it('is the SQL predicate too: true for those who see everything, the current flag for others', () => {
+    expect(visibleToSql({ kind: 'key' }, ['e.report_id'])).toBe('true');
+    expect(visibleToSql({ kind: 'session', agent: agent('1', 'Senior Agent', 5), allowlisted: true, token: 't' }, ['e.report_id', 'x'])).toBe(
+      'not (report_flagged(e.report_id) or report_flagged(x))',
+    );
   });
 });
 
-describe('the assigned-agent rule', () => {
+describe('the assignment gate (report-access.ts)', () => {
+  const report = (assigned_agent: string | null, is_supervisor = false) => ({ assigned_agent, is_supervisor });
+  const NOT_ASSIGNED = { status: 403, error: 'Only the assigned agent may do this', code: 'NOT_ASSIGNED' };
+
   it('lets the assigned agent act; others get 403; the bot is not bound by it', () => {
-    expect(refusal(() => assertAssignedAgent(asSession(agent('7', 'Agent', 2)), '7'))).toBeUndefined();
-    expect(refusal(() => assertAssignedAgent(asSession(agent('8', 'Agent', 2)), '7'))).toEqual({
-      status: 403,
-      error: 'Only the assigned agent may do this',
-      code: 'NOT_ASSIGNED',
-    });
-    expect(refusal(() => assertAssignedAgent(asSession(agent('8', 'Agent', 2)), null))).toMatchObject({ status: 403 });
-    expect(refusal(() => assertAssignedAgent(asKey, '7'))).toBeUndefined();
+    for (const work of ['update', 'act', 'timeline', 'contact', 'note', 'evidence'] as const) {
+      expect(refusal(() => assertMayWorkOnReport(asSession(agent('7', 'Agent', 2)), report('7'), work)), work).toBeUndefined();
+      expect(refusal(() => assertMayWorkOnReport(asSession(agent('8', 'Agent', 2)), report('7'), work)), work).toEqual(NOT_ASSIGNED);
+      expect(refusal(() => assertMayWorkOnReport(asSession(agent('8', 'Agent', 2)), report(null), work)), work).toEqual(NOT_ASSIGNED);
+      expect(refusal(() => assertMayWorkOnReport(asKey, report('7', true), work)), work).toBeUndefined();
+    }
   });
 
-  it('lets supervisor rank act where the rule allows it', () => {
-    const supervisor = asSession(agent('9', 'Supervisor', 4));
-    expect(refusal(() => assertAssignedAgent(supervisor, '7'))).toMatchObject({ status: 403 });
-    expect(refusal(() => assertAssignedAgent(supervisor, '7', { supervisorMayAct: true }))).toBeUndefined();
+  it('lets supervisor rank add notes and evidence only: the spec states it for those, not for the thread, timeline or fields', () => {
+    const supervisor = asSession(agent('9', 'Director', 5));
+    for (const work of ['note', 'evidence'] as const) expect(refusal(() => assertMayWorkOnReport(supervisor, report('7', true), work))).toBeUndefined();
+    for (const work of ['update', 'act', 'timeline', 'contact'] as const) expect(refusal(() => assertMayWorkOnReport(supervisor, report('7'), work)), work).toEqual(NOT_ASSIGNED);
+  });
+
+  it('asks the supervisor rule first: an assigned Agent on a report flagged since is refused', () => {
+    expect(refusal(() => assertMayWorkOnReport(asSession(agent('7', 'Agent', 2)), report('7', true), 'contact'))).toMatchObject({ code: 'SUPERVISOR_ONLY' });
+  });
+
+  it('asks reassignment and every other field of an update separately', () => {
+    const head = asSession(agent('9', 'Head Investigator', 5));
+    expect(refusal(() => assertMayUpdateReport(head, report('7'), ['assigned_agent']))).toBeUndefined();
+    expect(refusal(() => assertMayUpdateReport(head, report('7'), ['assigned_agent', 'status']))).toEqual(NOT_ASSIGNED);
+    expect(refusal(() => assertMayUpdateReport(asSession(agent('7', 'Agent', 2)), report('7'), ['assigned_agent']))).toMatchObject({ error: 'Insufficient clearance' });
+    expect(refusal(() => assertMayUpdateReport(asSession(agent('7', 'Agent', 2)), report('7'), ['notes']))).toMatchObject({ code: 'BOT_ONLY_FIELD' });
   });
 });

@@ -1,9 +1,9 @@
-// Reusable authorization guards for handlers (spec Authentication 6 to 8). The route's declared
-// auth and permission run first (request-context.ts); these add the rules that depend on data.
+// Reusable authorization guards for handlers (spec Authentication 7). The route's declared auth and
+// permission run first (request-context.ts); who sees and changes a report is report-access.ts.
 import type { FastifyRequest } from 'fastify';
 import type { AgentRow } from './agent-row.js';
 import { errors, type AppError } from '../errors.js';
-import { isDirector, isSupervisorRank, MINIMUM_CLEARANCES } from './permissions.js';
+import { isDirector, MINIMUM_CLEARANCES } from './permissions.js';
 
 /** Admin capabilities (spec: System administration). `admin_access` is the allowlist itself. */
 export const ADMIN_CAPABILITIES = ['admin_health', 'admin_queue', 'admin_audit', 'admin_agents', 'admin_reports', 'admin_schema', 'admin_access'] as const;
@@ -58,21 +58,4 @@ export function requireAdmin(request: FastifyRequest, capability: AdminCapabilit
   const refusal = adminRefusal(agent, allowlisted, capability);
   if (refusal) throw refusal;
   return agent;
-}
-
-/** Supervisor-flagged records are for supervisor rank only; the bot sees everything. */
-export function assertMaySeeSupervisor(request: FastifyRequest, isSupervisorFlagged: boolean): void {
-  if (!isSupervisorFlagged || request.principal?.kind !== 'session') return;
-  if (!isSupervisorRank(request.principal.agent.agent_rank)) {
-    throw errors.forbidden('Supervisor reports require supervisor rank', 'SUPERVISOR_ONLY');
-  }
-}
-
-/** A browser session may change a report only as its assigned agent (or supervisor rank where allowed). */
-export function assertAssignedAgent(request: FastifyRequest, assignedAgent: string | null, options: { supervisorMayAct?: boolean } = {}): void {
-  if (request.principal?.kind !== 'session') return;
-  const agent = request.principal.agent;
-  if (assignedAgent !== null && assignedAgent === agent.chat_id) return;
-  if (options.supervisorMayAct && isSupervisorRank(agent.agent_rank)) return;
-  throw errors.forbidden('Only the assigned agent may do this', 'NOT_ASSIGNED');
 }

@@ -1,0 +1,132 @@
+// Who sees and who changes what of a report: the one policy (spec Authentication 6 and 8; issue 28).
+// Every route that returns anything derived from a report asks it, and every route that changes a
+// report asks it under the report's row lock. It decides from the report's current state, read
+// when the question is asked; nothing a row copied when it was written (an event's or a queue
+// item's flag) ever decides.
+//
+// Seeing. The bot's key and sessions of supervisor rank see every report; everyone else sees a
+// supervisor-flagged report's existence at most (the list placeholder), never what it carries.
+// In SQL the flag is report_flagged(report_id) (migration 0023): the live row's flag, or the
+// pre-image's of a deleted report, so rows that outlive their report stay as hidden as it was.
+//
+// Changing (sessions; the bot is not gated by assignment):
+//   update    the report's fields other than the assignment: the assigned agent only
+//   reassign  the assignment: reassign_docket (Head Investigator rank), assigned or not
+//   act       report actions and the investigation routes: the assigned agent only
+//   claim     any agent who may see the report (the claim itself requires it unassigned)
+//   note, evidence   the assigned agent, or supervisor rank (the spec states it for these)
+//   timeline  the assigned agent only ("the assignment gate")
+//   contact   reading, replying to and closing the contact thread: the assigned agent only
+//   delete    delete_docket (the route's permission), no assignment
+import type { FastifyRequest } from 'fastify';
+import type { Queryable } from '../db/types.js';
+import { errors } from '../errors.js';
+import type { Principal } from '../http/request-context.js';
+import { hasPermission, isSupervisorRank } from './permissions.js';
+
+export type ReportWork = 'update' | 'reassign' | 'act' | 'claim' | 'note' | 'evidence' | 'timeline' | 'contact' | 'delete';
+
+/** What the policy needs of a report: its current row. */
+export interface ReportAccessFacts {
+  is_supervisor: boolean;
+  assigned_agent: string | null;
+}
+
+const SUPERVISOR_RANK_MAY: ReadonlySet<ReportWork> = new Set(['note', 'evidence']);
+const UNGATED: ReadonlySet<ReportWork> = new Set(['claim', 'delete']);
+
+/** Fields of PATCH /reports/<id>/update that the bot alone may change (spec: Reports). */
+export const BOT_ONLY_REPORT_FIELDS = ['is_supervisor', 'notes', 'reason'] as const;
+
+/** The key and sessions of supervisor rank see supervisor-flagged reports; nobody else does. */
+export function seesFlaggedReports(principal: Principal | null | undefined): boolean {
+  if (principal?.kind === 'key') return true;
+  return principal?.kind === 'session' && isSupervisorRank(principal.agent.agent_rank);
+}
+
+/** SQL: the report named by the text expression is flagged now (migration 0023). */
+export const reportFlaggedSql = (reportIdExpression: string) => `report_flagged(${reportIdExpression})`;
+
+/** Whether the report of that id (if any) is flagged now, for a row that names it outside a query. */
+export async function reportFlagged(db: Queryable, reportId: string | null): Promise<boolean> {
+  if (reportId === null) return false;
+  const { rows } = await db.query<{ flagged: boolean }>(`select ${reportFlaggedSql('$1::text')} as flagged`, [reportId], { name: 'report_flagged' });
+  return rows[0]!.flagged;
+}
+
+/**
+ * SQL that holds for the rows the principal may see, given the expressions naming the reports
+ * each row derives from (a null names none). `true` for those who see every report.
+ */
+export function visibleToSql(principal: Principal | null | undefined, reportIdExpressions: readonly string[]): string {
+  if (seesFlaggedReports(principal)) return 'true';
+  return `not (${reportIdExpressions.map(reportFlaggedSql).join(' or ')})`;
+}
+
+/**
+ * The reports a canonical event (table events, alias optional) is about: its report id, and the
+ * report ids its before and after name (a punishment moved from one report to another names both).
+ */
+export function eventReportIds(alias?: string): string[] {
+  const column = (name: string) => (alias ? `${alias}.${name}` : name);
+  return [column('report_id'), `${column('before')} ->> 'report_id'`, `${column('after')} ->> 'report_id'`];
+}
+
+/** SQL that holds for chat ids whose stored profile the principal may see. */
+export function profileVisibleToSql(principal: Principal | null | undefined, chatIdExpression: string): string {
+  return seesFlaggedReports(principal) ? 'true' : `not party_of_flagged_report(${chatIdExpression})`;
+}
+
+export function maySeeReport(principal: Principal | null | undefined, report: Pick<ReportAccessFacts, 'is_supervisor'>): boolean {
+  return !report.is_supervisor || seesFlaggedReports(principal);
+}
+
+const supervisorOnly = () => errors.forbidden('Supervisor reports require supervisor rank', 'SUPERVISOR_ONLY');
+
+/** 403 unless the caller may see the report (or a report it is about to create flagged). */
+export function assertMaySeeReport(request: FastifyRequest, report: Pick<ReportAccessFacts, 'is_supervisor'>): void {
+  if (!maySeeReport(request.principal, report)) throw supervisorOnly();
+}
+
+/** Whether the caller may do this work on the report as it is now; the refusal when not. */
+function refusal(request: FastifyRequest, report: ReportAccessFacts, work: ReportWork) {
+  const principal = request.principal;
+  if (!maySeeReport(principal, report)) return supervisorOnly();
+  if (principal?.kind !== 'session') return undefined;
+  const agent = principal.agent;
+  if (work === 'reassign') return hasPermission(agent, 'reassign_docket') ? undefined : errors.insufficientClearance();
+  if (UNGATED.has(work)) return undefined;
+  if (report.assigned_agent !== null && report.assigned_agent === agent.chat_id) return undefined;
+  if (SUPERVISOR_RANK_MAY.has(work) && isSupervisorRank(agent.agent_rank)) return undefined;
+  return errors.forbidden('Only the assigned agent may do this', 'NOT_ASSIGNED');
+}
+
+/** 403 unless the caller may do this work on the report (run it on the locked row). */
+export function assertMayWorkOnReport(request: FastifyRequest, report: ReportAccessFacts, work: ReportWork): void {
+  const refused = refusal(request, report, work);
+  if (refused) throw refused;
+}
+
+/**
+ * PATCH /reports/<id>/update, before the report is read: the bot-only fields are refused to
+ * sessions, and the assignment to sessions without reassign_docket, whatever the report.
+ */
+export function assertMaySendReportFields(request: FastifyRequest, fields: readonly string[]): void {
+  const principal = request.principal;
+  if (principal?.kind !== 'session') return;
+  const botOnly = BOT_ONLY_REPORT_FIELDS.find((field) => fields.includes(field));
+  if (botOnly) throw errors.forbidden(`body.${botOnly} may be changed by the bot only`, 'BOT_ONLY_FIELD');
+  if (fields.includes('assigned_agent') && !hasPermission(principal.agent, 'reassign_docket')) throw errors.insufficientClearance();
+}
+
+/**
+ * PATCH /reports/<id>/update on the locked row: the assignment is `reassign` work and every other
+ * field `update` work, each asked on its own, so sending the current assignee beside other fields
+ * exempts none of them.
+ */
+export function assertMayUpdateReport(request: FastifyRequest, report: ReportAccessFacts, fields: readonly string[]): void {
+  assertMaySendReportFields(request, fields);
+  assertMaySeeReport(request, report);
+  if (fields.includes('assigned_agent')) assertMayWorkOnReport(request, report, 'reassign');
+  if (fields.some((field) => field !== 'assigned_agent')) assertMayWorkOnReport(request, report, 'update');
+}
