@@ -54,7 +54,7 @@ describe('authorization matrix', () => {
     ['/evidence', 'add_evidence', 1, () => ({ description: 'Log', url: 'https://example.com/log' }), true],
     ['/timeline', 'manage_dockets', 2, () => ({ event: 'Called the reporter' }), false],
   ];
-  it.each(gated)('%s (%s, clearance %i): the assigned agent, or supervisor rank: %s', async (suffix, _permission, level, payload, supervisorMay) => {
+  it.each(gated)('%s (%s, clearance %i): the assigned agent, or supervisor rank where stated', async (suffix, _permission, level, payload, supervisorMay) => {
     const id = await makeReport({ status: 'Under Investigation' });
     expect((await post(`/reports/${id}${suffix}`, {}, payload(id))).statusCode).toBe(401);
     expect((await post(`/reports/${id}${suffix}`, key, payload(id))).statusCode).toBe(201);

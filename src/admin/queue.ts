@@ -4,6 +4,7 @@
 // admin audit row and event (trail.ts).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { assertMayWorkQueue } from '../platform/auth/report-access.js';
 import { errors } from '../platform/errors.js';
 import { COMMON_ERRORS, errorResponses, pageOffset } from '../platform/http/schemas.js';
 import type { FastifyRequest } from 'fastify';
@@ -122,9 +123,10 @@ export const adminQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
     'cancel',
     'Cancel a pending or processing action (state cancelled; 409 otherwise); the bot completing it then gets 409 ACTION_ALREADY_COMPLETED',
     'admin.queue_cancelled',
-    async (tx, _request, id, reason) => {
+    async (tx, request, id, reason) => {
       const before = await lockAction(tx, id);
       if (!before) throw errors.actionNotFound(id);
+      assertMayWorkQueue(request, before.queue);
       if (before.status !== 'pending' && before.status !== 'processing') {
         throw errors.conflict(`Only a pending or processing action can be cancelled (status ${before.status})`, 'NOT_CANCELLABLE');
       }

@@ -57,7 +57,7 @@ export const contactRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/reports/:report_id/contact',
     {
-      config: { auth: 'either', permission: 'manage_dockets' },
+      config: { auth: 'either', permission: 'manage_dockets', report: 'contact' },
       schema: { tags, summary: 'The contact thread of a report, messages oldest first', params: ReportParams, response: { 200: ThreadResult, ...errorResponses(400, 404, ...COMMON_ERRORS) } },
     },
     async (request) => {
@@ -70,7 +70,7 @@ export const contactRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/reports/:report_id/contact/reply',
     {
-      config: { auth: 'either', permission: 'manage_dockets' },
+      config: { auth: 'either', permission: 'manage_dockets', report: 'contact' },
       schema: {
         tags,
         summary: 'Reply to the reporter: the bot delivers it as a direct message',
@@ -104,7 +104,7 @@ export const contactRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/reports/:report_id/contact/close',
     {
-      config: { auth: 'either', permission: 'manage_dockets' },
+      config: { auth: 'either', permission: 'manage_dockets', report: 'contact' },
       schema: { tags, summary: 'Close the contact thread; the bot is told through a contact_closed action', params: ReportParams, response: { 200: ThreadResult, ...errorResponses(400, 404, 409, ...COMMON_ERRORS) } },
     },
     async (request) => {

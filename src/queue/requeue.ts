@@ -1,6 +1,7 @@
 // Failed back to pending (spec: States and transitions, Report queue action), shared by the
 // queue's own requeue route and the admin one: the same checks, the same state change and event.
 import type { FastifyRequest } from 'fastify';
+import { assertMayWorkQueue } from '../platform/auth/report-access.js';
 import type { Tx } from '../platform/db/types.js';
 import { errors } from '../platform/errors.js';
 import { recordEvent } from '../platform/events.js';
@@ -13,13 +14,14 @@ export interface Requeued {
 }
 
 /**
- * Locks the action, refuses anything but a failed one (409 NOT_FAILED), resets it to pending with
- * a fresh retry budget and writes queue.action_requeued. `onSupervisorQueue` vets the caller for a supervisor-queue action, on the locked row.
+ * Locks the action, asks the policy whether the caller may work its queue (report-access.ts: a
+ * supervisor-queue action is for Senior Agent rank and up), refuses anything but a failed one
+ * (409 NOT_FAILED), resets it to pending with a fresh retry budget and writes queue.action_requeued.
  */
-export async function requeueFailedAction(tx: Tx, request: FastifyRequest, actionId: number, onSupervisorQueue?: (action: ReportActionRow) => void): Promise<Requeued> {
+export async function requeueFailedAction(tx: Tx, request: FastifyRequest, actionId: number): Promise<Requeued> {
   const before = await lockAction(tx, actionId);
   if (!before) throw errors.actionNotFound(actionId);
-  if (before.queue === 'supervisor') onSupervisorQueue?.(before);
+  assertMayWorkQueue(request, before.queue);
   if (before.status !== 'failed') throw errors.conflict(`Only a failed action can be requeued (status ${before.status})`, 'NOT_FAILED');
   const after = await requeueAction(tx, actionId);
   await recordEvent(tx, {

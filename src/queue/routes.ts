@@ -4,7 +4,7 @@
 // the second sees the first one's result.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { hasRank } from '../platform/auth/permissions.js';
+import { SUPERVISOR_QUEUE_RANK } from '../platform/auth/report-access.js';
 import type { Queryable } from '../platform/db/types.js';
 import { errors } from '../platform/errors.js';
 import { recordEvent } from '../platform/events.js';
@@ -28,13 +28,6 @@ import { sweepBeforePickup } from './sweep.js';
 const tags = ['Report action queues'];
 /** Spec Limits: GET /actions/pending returns at most 50 rows. */
 const BOT_PENDING_LIMIT = 50;
-
-/** Spec Authentication 6: sessions need Senior Agent rank for the supervisor queue; the key always passes. */
-function assertMayWorkSupervisorQueue(request: FastifyRequest): void {
-  if (request.principal?.kind === 'session' && !hasRank(request.principal.agent.agent_rank, 'Senior Agent')) {
-    throw errors.forbidden('Senior Agent rank required', 'RANK_REQUIRED');
-  }
-}
 
 export const actionQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
@@ -87,7 +80,8 @@ export const actionQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
     app.get(
       `/actions/pending/${queue}`,
       {
-        config: { auth: 'either', permission: 'manage_dockets' },
+        // Spec Authentication 6: sessions need Senior Agent rank for the supervisor list.
+        config: { auth: 'either', permission: 'manage_dockets', ...(queue === 'supervisor' ? { rank: SUPERVISOR_QUEUE_RANK } : {}) },
         schema: {
           tags,
           summary: `Actions of the ${queue} queue with their failure metadata, oldest first`,
@@ -97,7 +91,6 @@ export const actionQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
         },
       },
       async (request) => {
-        if (queue === 'supervisor') assertMayWorkSupervisorQueue(request);
         const query = request.query;
         const { count, actions } = await listActions(request.environment.db, request.principal, {
           queue,
@@ -147,7 +140,7 @@ export const actionQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const id = request.params.action_id;
       const db = request.environment.db;
-      await db.transaction((tx) => requeueFailedAction(tx, request, id, () => assertMayWorkSupervisorQueue(request)));
+      await db.transaction((tx) => requeueFailedAction(tx, request, id));
       return { success: true as const, action: await readAction(db, request.principal, id) };
     },
   );

@@ -107,7 +107,7 @@ export const reportActionRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/reports/:report_id/action',
     {
-      config: { auth: 'either', permission: 'manage_dockets' },
+      config: { auth: 'either', permission: 'manage_dockets', report: (body) => (body.action === 'claim' ? 'claim' : 'act') },
       schema: {
         tags,
         summary: 'Act on a report (validate, invalidate, investigate, contact_reporter, claim) and queue it for the bot',
@@ -133,7 +133,7 @@ export const reportActionRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/reports/:report_id/investigation/begin',
     {
-      config: { auth: 'either', permission: 'manage_dockets' },
+      config: { auth: 'either', permission: 'manage_dockets', report: 'act' },
       schema: {
         tags,
         summary: 'Start an investigation (the same as action investigate)',
@@ -155,7 +155,7 @@ export const reportActionRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/reports/:report_id/investigation/end',
     {
-      config: { auth: 'either', permission: 'manage_dockets' },
+      config: { auth: 'either', permission: 'manage_dockets', report: 'act' },
       schema: {
         tags,
         summary: 'Conclude the investigation in progress: Under Investigation to Pending, nothing queued',

@@ -119,7 +119,7 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/reports/:report_id',
     {
-      config: { auth: 'either', permission: 'view_dashboard' },
+      config: { auth: 'either', permission: 'view_dashboard', report: 'read' },
       schema: { tags, summary: 'One full report', params: ReportParams, response: { 200: FullReportResult, ...errorResponses(400, 404, ...COMMON_ERRORS) } },
     },
     async (request) => {
@@ -133,7 +133,7 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch(
     '/reports/:report_id/update',
     {
-      config: { auth: 'either', permission: 'manage_dockets' },
+      config: { auth: 'either', permission: 'manage_dockets', report: 'update' },
       schema: {
         tags,
         summary: 'Update whitelisted report fields (reassignment needs reassign_docket)',
@@ -161,7 +161,7 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.delete(
     '/reports/:report_id',
     {
-      config: { auth: 'either', permission: 'delete_docket' },
+      config: { auth: 'either', permission: 'delete_docket', report: 'delete' },
       // A DELETE usually comes without a body: an empty object makes the missing reason a
       // "body.reason is required" like any other missing field.
       preValidation: async (request) => {

@@ -50,7 +50,7 @@ export const reportWorkingDataRoutes: FastifyPluginAsyncTypebox = async (app) =>
   app.post(
     '/reports/:report_id/notes',
     {
-      config: { auth: 'either', permission: 'add_case_note' },
+      config: { auth: 'either', permission: 'add_case_note', report: 'note' },
       schema: {
         tags,
         summary: 'Add a case note (sessions: assigned agent or supervisor rank, during an investigation)',
@@ -85,7 +85,7 @@ export const reportWorkingDataRoutes: FastifyPluginAsyncTypebox = async (app) =>
   app.post(
     '/reports/:report_id/evidence',
     {
-      config: { auth: 'either', permission: 'add_evidence' },
+      config: { auth: 'either', permission: 'add_evidence', report: 'evidence' },
       schema: {
         tags,
         summary: 'Add an evidence link (http or https; same gates as notes)',
@@ -120,7 +120,7 @@ export const reportWorkingDataRoutes: FastifyPluginAsyncTypebox = async (app) =>
   app.post(
     '/reports/:report_id/timeline',
     {
-      config: { auth: 'either', permission: 'manage_dockets' },
+      config: { auth: 'either', permission: 'manage_dockets', report: 'timeline' },
       schema: {
         tags,
         summary: 'Add a timeline entry (sessions: the assigned agent, during an investigation)',

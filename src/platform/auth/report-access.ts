@@ -9,7 +9,8 @@
 // In SQL the flag is report_flagged(report_id) (migration 0023): the live row's flag, or the
 // pre-image's of a deleted report, so rows that outlive their report stay as hidden as it was.
 //
-// Changing (sessions; the bot is not gated by assignment):
+// Reading a report (read) asks only the supervisor rule. Changing it (sessions; the bot is not
+// gated by assignment):
 //   update    the report's fields other than the assignment: the assigned agent only
 //   reassign  the assignment: reassign_docket (Head Investigator rank), assigned or not
 //   act       report actions and the investigation routes: the assigned agent only
@@ -22,9 +23,9 @@ import type { FastifyRequest } from 'fastify';
 import type { Queryable } from '../db/types.js';
 import { errors } from '../errors.js';
 import type { Principal } from '../http/request-context.js';
-import { hasPermission, isSupervisorRank } from './permissions.js';
+import { hasPermission, hasRank, isSupervisorRank, type Rank } from './permissions.js';
 
-export type ReportWork = 'update' | 'reassign' | 'act' | 'claim' | 'note' | 'evidence' | 'timeline' | 'contact' | 'delete';
+export type ReportWork = 'read' | 'update' | 'reassign' | 'act' | 'claim' | 'note' | 'evidence' | 'timeline' | 'contact' | 'delete';
 
 /** What the policy needs of a report: its current row. */
 export interface ReportAccessFacts {
@@ -33,7 +34,7 @@ export interface ReportAccessFacts {
 }
 
 const SUPERVISOR_RANK_MAY: ReadonlySet<ReportWork> = new Set(['note', 'evidence']);
-const UNGATED: ReadonlySet<ReportWork> = new Set(['claim', 'delete']);
+const UNGATED: ReadonlySet<ReportWork> = new Set(['read', 'claim', 'delete']);
 
 /** Fields of PATCH /reports/<id>/update that the bot alone may change (spec: Reports). */
 export const BOT_ONLY_REPORT_FIELDS = ['is_supervisor', 'notes', 'reason'] as const;
@@ -46,6 +47,12 @@ export function seesFlaggedReports(principal: Principal | null | undefined): boo
 
 /** SQL: the report named by the text expression is flagged now (migration 0023). */
 export const reportFlaggedSql = (reportIdExpression: string) => `report_flagged(${reportIdExpression})`;
+
+/** The report's current flag and assignee, read when the question is asked; undefined when it does not exist. */
+export async function findReportAccessFacts(db: Queryable, reportId: string): Promise<ReportAccessFacts | undefined> {
+  const { rows } = await db.query<ReportAccessFacts>('select is_supervisor, assigned_agent from reports where report_id = $1::text', [reportId], { name: 'report_access_facts' });
+  return rows[0];
+}
 
 /** Whether the report of that id (if any) is flagged now, for a row that names it outside a query. */
 export async function reportFlagged(db: Queryable, reportId: string | null): Promise<boolean> {
@@ -128,5 +135,17 @@ export function assertMayUpdateReport(request: FastifyRequest, report: ReportAcc
   assertMaySendReportFields(request, fields);
   assertMaySeeReport(request, report);
   if (fields.includes('assigned_agent')) assertMayWorkOnReport(request, report, 'reassign');
-  if (fields.some((field) => field !== 'assigned_agent')) assertMayWorkOnReport(request, report, 'update');
+  // An empty body is update work too: it is refused as such before it is refused as empty.
+  if (fields.length === 0 || fields.some((field) => field !== 'assigned_agent')) assertMayWorkOnReport(request, report, 'update');
+}
+
+/** Spec Authentication 6: sessions work the supervisor action queue from Senior Agent rank. */
+export const SUPERVISOR_QUEUE_RANK: Rank = 'Senior Agent';
+
+/** 403 unless the caller may work actions of that queue (the key always may). */
+export function assertMayWorkQueue(request: FastifyRequest, queue: 'operator' | 'supervisor'): void {
+  const principal = request.principal;
+  if (queue === 'supervisor' && principal?.kind === 'session' && !hasRank(principal.agent.agent_rank, SUPERVISOR_QUEUE_RANK)) {
+    throw errors.forbidden(`${SUPERVISOR_QUEUE_RANK} rank required`, 'RANK_REQUIRED');
+  }
 }

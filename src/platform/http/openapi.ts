@@ -2,7 +2,7 @@
 // reference at /docs. Each operation's security follows the route's declared `config.auth`.
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyContextConfig, FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { ErrorBody } from './schemas.js';
 
@@ -17,9 +17,17 @@ export const openApiPlugin = fp(
   async (app: FastifyInstance, { serviceName }: { serviceName: string }) => {
     app.addSchema(ErrorBody);
     app.addHook('onRoute', (route) => {
-      const auth = (route.config as { auth?: keyof typeof SECURITY } | undefined)?.auth;
+      const config = route.config as FastifyContextConfig | undefined;
+      const auth = config?.auth;
       if (auth && route.schema && !route.schema.hide) {
-        (route.schema as Record<string, unknown>).security = SECURITY[auth];
+        const schema = route.schema as Record<string, unknown>;
+        schema.security = SECURITY[auth];
+        // The declared access as data, for client authors and for the tests that derive every
+        // refusal from it (test/refusal-matrix.test.ts); the route config is the one source.
+        const report = typeof config.report === 'function' ? config.report({}) : config.report;
+        schema['x-access'] = Object.fromEntries(
+          Object.entries({ auth, permission: config.permission, admin: config.admin, rank: config.rank, report }).filter(([, v]) => v !== undefined),
+        );
       }
     });
     await app.register(swagger, {

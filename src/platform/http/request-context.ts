@@ -4,7 +4,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { AgentRow } from '../auth/agent-row.js';
 import { adminRefusal, type AdminCapability } from '../auth/guards.js';
-import { hasPermission, type Permission } from '../auth/permissions.js';
+import { hasPermission, hasRank, type Permission, type Rank } from '../auth/permissions.js';
+import { assertMayUpdateReport, assertMayWorkOnReport, findReportAccessFacts, type ReportWork } from '../auth/report-access.js';
 import { findSessionAgent, hashToken, SESSION_COOKIE, type SessionAgent } from '../auth/sessions.js';
 import { positionOf, recordPosition } from '../db/replicas.js';
 import type { QueryOptions, Queryable } from '../db/types.js';
@@ -30,6 +31,15 @@ declare module 'fastify' {
      * or demotion applies to the very next admin request on every instance.
      */
     admin?: AdminCapability;
+    /** A rank sessions need on top of the permission (spec Authentication 6), whatever the data. */
+    rank?: Rank;
+    /**
+     * The work a session does on the report named by the `report_id` path parameter
+     * (report-access.ts), or how the body names it: asked of the report's current row before the
+     * body is validated, so a refused caller learns nothing of the body's shape; the handler asks
+     * again under the row lock.
+     */
+    report?: ReportWork | ((body: Record<string, unknown>) => ReportWork);
     /** Opt in to application/x-www-form-urlencoded bodies (report creation). */
     acceptsForm?: boolean;
     /**
@@ -172,6 +182,8 @@ async function authenticate(request: FastifyRequest, allowedOrigins: ReadonlySet
     throw errors.forbidden(`Origin ${origin} may not change data`, 'ORIGIN_NOT_ALLOWED');
   }
   if (permission !== undefined && !hasPermission(agent, permission)) throw errors.insufficientClearance();
+  const rank = request.routeOptions.config.rank;
+  if (rank !== undefined && !hasRank(agent.agent_rank, rank)) throw errors.forbidden(`${rank} rank required`, 'RANK_REQUIRED');
   if (admin !== undefined) {
     const refusal = adminRefusal(agent, allowlisted, admin);
     if (refusal) throw refusal;
@@ -202,6 +214,21 @@ export const requestContextPlugin = fp(
       if (type === FORM && !request.routeOptions.config.acceptsForm) throw errors.unsupportedMediaType(FORM);
       await resolveEnvironment(environments, request);
       await authenticate(request, allowedOrigins);
+    });
+
+    // The report gate of a route that declares one, before the body is validated.
+    app.addHook('preValidation', async (request: FastifyRequest) => {
+      const declared = request.routeOptions.config.report;
+      if (declared === undefined || request.principal?.kind !== 'session') return;
+      const reportId = (request.params as Record<string, unknown> | undefined)?.report_id;
+      if (typeof reportId !== 'string') return;
+      const report = await findReportAccessFacts(request.environment.db, reportId);
+      // An unknown report is the handler's 404, after validation like any other.
+      if (report === undefined) return;
+      const body = request.body !== null && typeof request.body === 'object' && !Array.isArray(request.body) ? (request.body as Record<string, unknown>) : {};
+      const work = typeof declared === 'function' ? declared(body) : declared;
+      if (work === 'update') assertMayUpdateReport(request, report, Object.keys(body));
+      else assertMayWorkOnReport(request, report, work);
     });
 
     // Read-your-writes with replicas: a request that may have changed something records its
