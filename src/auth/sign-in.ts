@@ -10,14 +10,15 @@ export const cookieBase = (request: FastifyRequest) => ({ httpOnly: true, sameSi
 
 /**
  * Session fixation: whatever session this browser carried dies before the new one is issued, in
- * the same transaction as the new row.
+ * the same transaction as the new row. With `oauthStateHash`, a state that already started a
+ * session throws StateAlreadyUsed and changes nothing.
  */
-export async function startSession(request: FastifyRequest, reply: FastifyReply, chatId: string): Promise<void> {
+export async function startSession(request: FastifyRequest, reply: FastifyReply, chatId: string, oauthStateHash?: string): Promise<void> {
   const { name, db, sessions } = request.environment;
   const previous = request.cookies[SESSION_COOKIE];
   const { token, replaced } = await db.transaction(async (tx) => {
     const replaced = previous ? await destroySession(tx, previous) : undefined;
-    return { ...(await createSession(tx, name, chatId)), replaced };
+    return { ...(await createSession(tx, name, chatId, oauthStateHash)), replaced };
   });
   // Other instances hear the deletion through the database; this one forgets it right away.
   if (replaced) sessions.invalidate(replaced);
