@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import cookie from '@fastify/cookie';
 import cors from '@fastify/cors';
 import formbody from '@fastify/formbody';
+import rateLimit from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
@@ -190,6 +191,12 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
     await api.register(openApiPlugin, { serviceName: config.serviceName });
     api.addSchema(Agent);
 
+    // Only the routes that declare config.rateLimit (the sign-in routes) are limited, per client
+    // address and in this instance's memory: a shared store would be a write per anonymous request.
+    await api.register(rateLimit, {
+      global: false,
+      errorResponseBuilder: (_request, { ttl }) => errors.rateLimited('sign-in requests', Math.max(1, Math.ceil(ttl / 1000))),
+    });
     await api.register(utilitiesRoutes);
     await api.register(oauthRoutes, { config });
     // DEMO_LOCAL_SIGNIN off: the routes do not exist (404 as any unknown route).

@@ -16,7 +16,7 @@ import { ChatSignInError, demoAgentFor, exchangeCode, fetchChatUserId, type Chat
 import { stateStartedSession } from './oauth-queries.js';
 import { OAUTH_STATE_TTL_SECONDS, openState, sealState, type OAuthAttempt } from './oauth-state.js';
 import { CallbackQuery, LoginQuery, PopupPage, RedirectResponse } from './oauth-schemas.js';
-import { allowedReturnTo, cookieBase, startSession } from './sign-in.js';
+import { allowedReturnTo, cookieBase, signInRateLimit, startSession } from './sign-in.js';
 
 export { demoAgentFor } from './chat-client.js';
 
@@ -51,12 +51,12 @@ export const oauthRoutes: FastifyPluginAsyncTypebox<OAuthRoutesOptions> = async 
   app.get(
     '/auth/chat/login',
     {
-      config: { auth: 'none' },
+      config: { auth: 'none', rateLimit: signInRateLimit(config) },
       schema: {
         tags: ['Authentication'],
         summary: 'Start chat-platform sign-in: redirects the browser to the OAuth page',
         querystring: LoginQuery,
-        response: { 302: RedirectResponse, ...errorResponses(400, 421, 500, 503) },
+        response: { 302: RedirectResponse, ...errorResponses(400, 421, 429, 500, 503) },
       },
     },
     async (request, reply) => {
@@ -79,7 +79,7 @@ export const oauthRoutes: FastifyPluginAsyncTypebox<OAuthRoutesOptions> = async 
   app.get(
     '/auth/chat/callback',
     {
-      config: { auth: 'none' },
+      config: { auth: 'none', rateLimit: signInRateLimit(config) },
       // A malformed query is a failed sign-in (a redirect), not a JSON 400.
       attachValidation: true,
       schema: {
@@ -90,7 +90,7 @@ export const oauthRoutes: FastifyPluginAsyncTypebox<OAuthRoutesOptions> = async 
           'chat_redirect_uri_mismatch, chat_token_exchange_failed, chat_user_fetch_failed, not_a_svc_agent, ' +
           'agent_not_active, demo_not_authorized.',
         querystring: CallbackQuery,
-        response: { 200: PopupPage, 302: RedirectResponse, ...errorResponses(400, 421, 500, 503) },
+        response: { 200: PopupPage, 302: RedirectResponse, ...errorResponses(400, 421, 429, 500, 503) },
       },
     },
     async (request, reply) => {

@@ -62,6 +62,8 @@ export const errors = {
   notConfigured: (integration: string) =>
     new AppError(503, `${integration} is not configured`, 'NOT_CONFIGURED'),
   internal: (message: string) => new AppError(500, message, 'INTERNAL_ERROR'),
+  rateLimited: (what: string, retryAfterSeconds: number) =>
+    new AppError(429, `Too many ${what} from this address: retry in ${retryAfterSeconds} s`, 'RATE_LIMITED', { retryAfterSeconds }),
 };
 
 // SQLSTATE codes (PostgreSQL Appendix A) that mean something to a caller.
