@@ -41,7 +41,8 @@ import { trainingSessionRoutes } from './training/session-routes.js';
 import { trainingActivityRoutes } from './training/activity-routes.js';
 import type { Broadcaster } from './training/broadcaster.js';
 import websocket from '@fastify/websocket';
-import { RealtimeHub, MAX_FRAME_BYTES } from './realtime/hub.js';
+import { ConnectionCaps } from './realtime/caps.js';
+import { RealtimeHub, MAX_FRAME_BYTES, type HubOptions } from './realtime/hub.js';
 import { deliverNotifications, NotifyBroadcaster } from './realtime/fanout.js';
 import { realtimeRoutes } from './realtime/routes.js';
 import { SupabaseBroadcaster, type SupabaseTarget } from './realtime/supabase.js';
@@ -62,11 +63,13 @@ export interface BuildAppOptions {
   readiness?: Readiness;
   /** The metrics the environments were opened with (server.ts); by default on when METRICS_PORT is set. */
   metrics?: Metrics;
+  /** The realtime hub's settings that are not configuration (the tests shorten its join timeout). */
+  hub?: HubOptions;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export async function buildApp({ config, environments, ownsEnvironments = true, logger, extraRoutes, broadcaster, readiness = new Readiness(environments), metrics = new Metrics(config.metricsPort !== undefined) }: BuildAppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, environments, ownsEnvironments = true, logger, extraRoutes, broadcaster, readiness = new Readiness(environments), metrics = new Metrics(config.metricsPort !== undefined), hub: hubOptions }: BuildAppOptions): Promise<FastifyInstance> {
   const log = logger ?? pino({ level: config.logLevel });
   // Fastify's per-request logging (a child logger and response listeners on every request) is
   // the largest cost of a light request: it is switched on only when its lines would be written
@@ -157,7 +160,8 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
 
   // The realtime hub, fed by every environment's notifications; broadcasts go out through NOTIFY (to
   // every instance's hub) or, for an environment with an external Supabase project, its REST API.
-  const hub = new RealtimeHub(environments, log);
+  const hub = new RealtimeHub(environments, log, hubOptions);
+  const caps = new ConnectionCaps({ perAddress: config.realtimeMaxConnectionsPerAddress, total: config.realtimeMaxConnections });
   deliverNotifications(environments, hub, log);
   const supabaseTargets: Partial<Record<EnvironmentName, SupabaseTarget>> = {};
   for (const name of ENVIRONMENTS) {
@@ -219,7 +223,7 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
     const training = { broadcaster: broadcaster ?? supabase ?? notify, log, stats: broadcastStats };
     await api.register(trainingSessionRoutes, training);
     await api.register(trainingActivityRoutes, training);
-    await api.register(realtimeRoutes, { hub });
+    await api.register(realtimeRoutes, { hub, caps });
     if (extraRoutes) await api.register(async (scope) => extraRoutes(scope as unknown as FastifyInstance));
   });
 
