@@ -12,6 +12,7 @@ import type { Environments } from './platform/environments.js';
 import { createClientErrorHandler, createErrorHandling, errorHandlerPlugin, MAX_PARAM_LENGTH, notFoundHandler } from './platform/http/error-handler.js';
 import { refuseUnstorableInput } from './platform/http/input-guard.js';
 import { requestMetricsPlugin } from './platform/http/request-metrics.js';
+import { securityHeadersPlugin } from './platform/http/security-headers.js';
 import { Metrics } from './platform/metrics.js';
 import { errors } from './platform/errors.js';
 import { Readiness } from './platform/readiness.js';
@@ -114,6 +115,7 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
   app.decorate('metrics', metrics);
   if (metrics.enabled) await app.register(requestMetricsPlugin, { metrics });
   app.addHook('onRequest', refuseDuplicateHost);
+  await app.register(securityHeadersPlugin);
   // Requests still arriving on kept-alive connections once close() began: 503, connection closed.
   // GET /ready answers them itself: 503 with what each environment is (shutting down).
   let closing = false;

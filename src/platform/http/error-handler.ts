@@ -77,8 +77,9 @@ export function createErrorHandling(log: FastifyBaseLogger): ErrorHandling {
       const body: { success: false; error: string; code?: string } = { success: false, error: appError.message };
       if (appError.code) body.code = appError.code;
       if (appError.retryAfterSeconds !== undefined) reply.header('retry-after', String(appError.retryAfterSeconds));
-      // Framework errors arrive before the request-context hook: the id header is set here too.
-      reply.header('x-request-id', request.id);
+      // Framework errors arrive before the request-context hook and the security headers' own
+      // (security-headers.ts): the id and nosniff are set here too.
+      reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff');
       return reply.code(status).type('application/json; charset=utf-8').send(body);
     },
     noteRecovery(request, reply) {
@@ -119,7 +120,8 @@ export function createClientErrorHandler(log: FastifyBaseLogger) {
       const body = JSON.stringify({ success: false, error: appError.message, code: appError.code });
       socket.write(
         `HTTP/1.1 ${appError.statusCode} ${STATUS_CODES[appError.statusCode]}\r\n` +
-          `Connection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+          `Connection: close\r\nContent-Type: application/json; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
       );
     }
     socket.destroy(err);
