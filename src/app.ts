@@ -11,6 +11,7 @@ import type { Config } from './config.js';
 import type { Environments } from './platform/environments.js';
 import { createClientErrorHandler, createErrorHandling, errorHandlerPlugin, MAX_PARAM_LENGTH, notFoundHandler } from './platform/http/error-handler.js';
 import { refuseUnstorableInput } from './platform/http/input-guard.js';
+import { serializeRequest } from './platform/http/request-log.js';
 import { requestMetricsPlugin } from './platform/http/request-metrics.js';
 import { securityHeadersPlugin } from './platform/http/security-headers.js';
 import { Metrics } from './platform/metrics.js';
@@ -71,7 +72,8 @@ export interface BuildAppOptions {
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export async function buildApp({ config, environments, ownsEnvironments = true, logger, extraRoutes, broadcaster, readiness = new Readiness(environments), metrics = new Metrics(config.metricsPort !== undefined), hub: hubOptions }: BuildAppOptions): Promise<FastifyInstance> {
-  const log = logger ?? pino({ level: config.logLevel });
+  // Every request line goes through one serializer that keeps the OAuth callback's code and state out.
+  const log = (logger ?? pino({ level: config.logLevel })).child({}, { serializers: { req: serializeRequest } });
   // Fastify's per-request logging (a child logger and response listeners on every request) is
   // the largest cost of a light request: it is switched on only when its lines would be written
   // (level info or finer). Errors are logged through the root logger with the request id either way.

@@ -10,6 +10,7 @@ import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, Fa
 import fp from 'fastify-plugin';
 import { DbError } from '../db/types.js';
 import { AppError, errors, fromDbError } from '../errors.js';
+import { redactUrl } from './request-log.js';
 import { describeValidationError } from './validation.js';
 
 /** Fastify's maxParamLength (its default): a longer path parameter is 414. */
@@ -61,7 +62,7 @@ export function createErrorHandling(log: FastifyBaseLogger): ErrorHandling {
   return {
     handle(err, request, reply) {
       const appError = toAppError(err, request.headers['content-type']);
-      const context = { request_id: request.id, method: request.method, url: request.url };
+      const context = { request_id: request.id, method: request.method, url: redactUrl(request.url) };
       const status = appError.statusCode;
       const environment = (request.environment as { name?: string } | null)?.name;
       if (appError.code === 'DATABASE_UNAVAILABLE' && environment !== undefined) {
