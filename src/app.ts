@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import cookie from '@fastify/cookie';
 import cors from '@fastify/cors';
 import formbody from '@fastify/formbody';
+import rateLimit from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
@@ -10,7 +11,9 @@ import type { Config } from './config.js';
 import type { Environments } from './platform/environments.js';
 import { createClientErrorHandler, createErrorHandling, errorHandlerPlugin, MAX_PARAM_LENGTH, notFoundHandler } from './platform/http/error-handler.js';
 import { refuseUnstorableInput } from './platform/http/input-guard.js';
+import { serializeRequest } from './platform/http/request-log.js';
 import { requestMetricsPlugin } from './platform/http/request-metrics.js';
+import { securityHeadersPlugin } from './platform/http/security-headers.js';
 import { Metrics } from './platform/metrics.js';
 import { errors } from './platform/errors.js';
 import { Readiness } from './platform/readiness.js';
@@ -40,7 +43,8 @@ import { trainingSessionRoutes } from './training/session-routes.js';
 import { trainingActivityRoutes } from './training/activity-routes.js';
 import type { Broadcaster } from './training/broadcaster.js';
 import websocket from '@fastify/websocket';
-import { RealtimeHub, MAX_FRAME_BYTES } from './realtime/hub.js';
+import { ConnectionCaps } from './realtime/caps.js';
+import { RealtimeHub, MAX_FRAME_BYTES, type HubOptions } from './realtime/hub.js';
 import { deliverNotifications, NotifyBroadcaster } from './realtime/fanout.js';
 import { realtimeRoutes } from './realtime/routes.js';
 import { SupabaseBroadcaster, type SupabaseTarget } from './realtime/supabase.js';
@@ -61,12 +65,15 @@ export interface BuildAppOptions {
   readiness?: Readiness;
   /** The metrics the environments were opened with (server.ts); by default on when METRICS_PORT is set. */
   metrics?: Metrics;
+  /** The realtime hub's settings that are not configuration (the tests shorten its join timeout). */
+  hub?: HubOptions;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export async function buildApp({ config, environments, ownsEnvironments = true, logger, extraRoutes, broadcaster, readiness = new Readiness(environments), metrics = new Metrics(config.metricsPort !== undefined) }: BuildAppOptions): Promise<FastifyInstance> {
-  const log = logger ?? pino({ level: config.logLevel });
+export async function buildApp({ config, environments, ownsEnvironments = true, logger, extraRoutes, broadcaster, readiness = new Readiness(environments), metrics = new Metrics(config.metricsPort !== undefined), hub: hubOptions }: BuildAppOptions): Promise<FastifyInstance> {
+  // Every request line goes through one serializer that keeps the OAuth callback's code and state out.
+  const log = (logger ?? pino({ level: config.logLevel })).child({}, { serializers: { req: serializeRequest } });
   // Fastify's per-request logging (a child logger and response listeners on every request) is
   // the largest cost of a light request: it is switched on only when its lines would be written
   // (level info or finer). Errors are logged through the root logger with the request id either way.
@@ -110,6 +117,7 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
   app.decorate('metrics', metrics);
   if (metrics.enabled) await app.register(requestMetricsPlugin, { metrics });
   app.addHook('onRequest', refuseDuplicateHost);
+  await app.register(securityHeadersPlugin);
   // Requests still arriving on kept-alive connections once close() began: 503, connection closed.
   // GET /ready answers them itself: 503 with what each environment is (shutting down).
   let closing = false;
@@ -156,7 +164,8 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
 
   // The realtime hub, fed by every environment's notifications; broadcasts go out through NOTIFY (to
   // every instance's hub) or, for an environment with an external Supabase project, its REST API.
-  const hub = new RealtimeHub(environments, log);
+  const hub = new RealtimeHub(environments, log, hubOptions);
+  const caps = new ConnectionCaps({ perAddress: config.realtimeMaxConnectionsPerAddress, total: config.realtimeMaxConnections });
   deliverNotifications(environments, hub, log);
   const supabaseTargets: Partial<Record<EnvironmentName, SupabaseTarget>> = {};
   for (const name of ENVIRONMENTS) {
@@ -190,6 +199,12 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
     await api.register(openApiPlugin, { serviceName: config.serviceName });
     api.addSchema(Agent);
 
+    // Only the routes that declare config.rateLimit (the sign-in routes) are limited, per client
+    // address and in this instance's memory: a shared store would be a write per anonymous request.
+    await api.register(rateLimit, {
+      global: false,
+      errorResponseBuilder: (_request, { ttl }) => errors.rateLimited('sign-in requests', Math.max(1, Math.ceil(ttl / 1000))),
+    });
     await api.register(utilitiesRoutes);
     await api.register(oauthRoutes, { config });
     // DEMO_LOCAL_SIGNIN off: the routes do not exist (404 as any unknown route).
@@ -212,7 +227,7 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
     const training = { broadcaster: broadcaster ?? supabase ?? notify, log, stats: broadcastStats };
     await api.register(trainingSessionRoutes, training);
     await api.register(trainingActivityRoutes, training);
-    await api.register(realtimeRoutes, { hub });
+    await api.register(realtimeRoutes, { hub, caps });
     if (extraRoutes) await api.register(async (scope) => extraRoutes(scope as unknown as FastifyInstance));
   });
 

@@ -69,6 +69,12 @@ export interface Config {
   headersTimeoutMs: number;
   /** After SIGTERM, in-flight requests get this long; then their connections are cut. */
   shutdownGraceMs: number;
+  /** Realtime websockets one client address may hold open on this instance (past it: 429 before the upgrade). */
+  realtimeMaxConnectionsPerAddress: number;
+  /** Realtime websockets this instance holds open at most (past it: 503 before the upgrade). */
+  realtimeMaxConnections: number;
+  /** Requests per client address per minute on each sign-in route (past it: 429 RATE_LIMITED). */
+  signinRateLimitPerMinute: number;
   /** Scheduled backups of the embedded environments (BACKUP_DIR); undefined when not set. */
   backup: BackupConfig | undefined;
 }
@@ -178,6 +184,9 @@ export function parseConfig(env: Env): Config {
     requestTimeoutMs: Math.max(1, Math.round(read('REQUEST_TIMEOUT_SECONDS', 30, parseSeconds) * 1000)),
     headersTimeoutMs: Math.max(1, Math.round(read('HEADERS_TIMEOUT_SECONDS', 10, parseSeconds) * 1000)),
     shutdownGraceMs: Math.round(read('SHUTDOWN_GRACE_SECONDS', 10, parseSeconds) * 1000),
+    realtimeMaxConnectionsPerAddress: read('REALTIME_MAX_CONNECTIONS_PER_ADDRESS', 200, (v) => parseWhole(v, 1, 1_000_000)),
+    realtimeMaxConnections: read('REALTIME_MAX_CONNECTIONS', 20_000, (v) => parseWhole(v, 1, 1_000_000)),
+    signinRateLimitPerMinute: read('SIGNIN_RATE_LIMIT_PER_MINUTE', 30, (v) => parseWhole(v, 1, 1_000_000)),
     backup: readBackup(env, read, problems),
   };
   // Node refuses a headers timeout longer than the request timeout (the headers are part of it).
@@ -267,6 +276,12 @@ function parseOrigin(raw: string): string {
     throw new Error(`"${raw}" is not a bare origin (scheme://host[:port])`);
   }
   return url.origin;
+}
+
+function parseWhole(raw: string, min: number, max: number): number {
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw) || value < min || value > max) throw new Error(`expected a whole number from ${min} to ${max}`);
+  return value;
 }
 
 function parsePoolSize(raw: string): number {

@@ -71,6 +71,10 @@ describe('GET /auth/chat/callback: success', () => {
     const { callback } = await signIn({ query: `?popup=1&return_to=${encodeURIComponent(`${TRAINING_ORIGIN}/x`)}` });
     expect(callback.statusCode).toBe(200);
     expect(callback.headers['content-type']).toBe('text/html; charset=utf-8');
+    // The page's own policy (its script's hash), not the API's default; no framing either way.
+    expect(callback.headers['content-security-policy']).toMatch(/^default-src 'none'; script-src 'sha256-[^']+'; base-uri 'none'; frame-ancestors 'none'$/);
+    // No Cross-Origin-Opener-Policy: it would cut the popup off from its opener.
+    expect(callback.headers['cross-origin-opener-policy']).toBeUndefined();
     expect(popupOutcome(callback)).toEqual({
       posted: [[{ type: 'chat-auth', success: true }, TRAINING_ORIGIN]],
       closed: true,

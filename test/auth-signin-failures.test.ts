@@ -1,7 +1,9 @@
 // GET /auth/chat/callback refusing a sign-in: every failure redirects to the dashboard login with
 // its code (chat_redirect_uri_mismatch when the platform refuses the redirect_uri) and starts no session.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { hashToken, SESSION_COOKIE } from '../src/platform/auth/sessions.js';
+import { sealState } from '../src/auth/oauth-state.js';
+import { createSession, hashToken, SESSION_COOKIE, StateAlreadyUsed } from '../src/platform/auth/sessions.js';
+import { signingKey } from '../src/platform/auth/signing-keys.js';
 import { DASHBOARD_ORIGIN, type TestApp } from './helpers/app.js';
 import { addAgent, TOKEN_PATH, type FakeChatPlatform } from './helpers/fake-chat-platform.js';
 import { openSignInApps, proxiedEnv, signInEnv, signInHelpers } from './helpers/signin.js';
@@ -56,31 +58,48 @@ describe('GET /auth/chat/callback: failures redirect to the dashboard login with
     expect(await sessionsOf(t.db.production, id)).toEqual([]);
   });
 
-  it('oauth_state_mismatch for a missing state, a missing or different cookie, an unknown or expired state', async () => {
-    const state = { value: await mint() };
+  it('oauth_state_mismatch for a missing state, a missing, different, altered or expired cookie, an unknown state', async () => {
+    const real = await mint();
     const other = await mint();
-    const cookie = `cms_oauth_state=${state.value}`;
-    await t.db.production.query(`update oauth_states set expires_at = now() - interval '1 second' where state_hash = $1::text`, [hashToken(other)]);
+    const key = await signingKey(t.db.production, 'oauth_state');
+    const expired = sealState(key, 'production', other.state, { returnTo: null, popup: false }, Date.now() - 601_000);
+    const [body, signature] = real.cookie.slice('cms_oauth_state='.length).split('.') as [string, string];
+    const widened = { ...JSON.parse(Buffer.from(body, 'base64url').toString()), popup: true, return_to: 'https://evil.example.com/' };
+    const altered = `cms_oauth_state=${Buffer.from(JSON.stringify(widened)).toString('base64url')}.${signature}`;
     const attempts = [
-      callbackWith({ code: 'c' }, cookie),
-      callbackWith({ code: 'c', state: state.value }),
-      callbackWith({ code: 'c', state: state.value }, `cms_oauth_state=${other}`),
-      callbackWith({ code: 'c', state: 'production.unknown' }, 'cms_oauth_state=production.unknown'),
-      callbackWith({ code: 'c', state: other }, `cms_oauth_state=${other}`),
-      callbackWith({ state: other }, `cms_oauth_state=${other}`),
+      callbackWith({ code: 'c' }, real.cookie),
+      callbackWith({ code: 'c', state: real.state }),
+      callbackWith({ code: 'c', state: real.state }, other.cookie),
+      callbackWith({ code: 'c', state: 'production.unknown' }, real.cookie),
+      callbackWith({ code: 'c', state: real.state }, altered),
+      callbackWith({ code: 'c', state: other.state }, `cms_oauth_state=${expired}`),
+      // The bare state as its own cookie (the format before the signed one) proves nothing.
+      callbackWith({ code: 'c', state: real.state }, `cms_oauth_state=${real.state}`),
+      callbackWith({ state: other.state }, `cms_oauth_state=${expired}`),
     ];
-    for (const res of await Promise.all(attempts)) expect(res.headers.location).toBe(failedWith('oauth_state_mismatch'));
+    for (const res of await Promise.all(attempts)) {
+      expect(res.statusCode).toBe(302);
+      expect(res.headers.location).toBe(failedWith('oauth_state_mismatch'));
+      // A callback that fails the check leaves the browser's cookie (its real attempt) alone.
+      expect(res.cookies.find((c) => c.name === 'cms_oauth_state')).toBeUndefined();
+    }
     expect(fake.seen(TOKEN_PATH)).toEqual([]);
-    // A callback that fails the cookie check does not burn the browser's real attempt.
-    expect((await t.db.production.query('select 1 from oauth_states where state_hash = $1::text', [hashToken(state.value)])).rowCount).toBe(1);
+    // ...and that attempt still signs in afterwards.
+    const id = newChatId();
+    await addAgent(t.db.production, id);
+    fake.signInAs(user(id));
+    const back = new URL((await fetch(real.login.headers.location!, { redirect: 'manual' })).headers.get('location')!);
+    const callback = await t.app.inject({ url: back.pathname + back.search, headers: { cookie: real.cookie } });
+    expect(callback.headers.location).toBe(`${DASHBOARD_ORIGIN}/`);
+    expect(await sessionsOf(t.db.production, id)).toEqual([{ token_hash: hashToken(callback.cookies.find((c) => c.name === SESSION_COOKIE)!.value) }]);
   });
 
   it('chat_authorization_denied for any provider error; chat_token_exchange_failed for a valid state without a code', async () => {
     const first = await mint();
-    const denied = await callbackWith({ error: 'server_error', state: first }, `cms_oauth_state=${first}`);
+    const denied = await callbackWith({ error: 'server_error', state: first.state }, first.cookie);
     expect(denied.headers.location).toBe(failedWith('chat_authorization_denied'));
     const second = await mint();
-    const noCode = await callbackWith({ state: second }, `cms_oauth_state=${second}`);
+    const noCode = await callbackWith({ state: second.state }, second.cookie);
     expect(noCode.headers.location).toBe(failedWith('chat_token_exchange_failed'));
   });
 
@@ -92,15 +111,22 @@ describe('GET /auth/chat/callback: failures redirect to the dashboard login with
     expect(callback.headers.location).toBe(`${DASHBOARD_ORIGIN}/`);
     const replay = await t.app.inject({ url: back.pathname + back.search, headers: { cookie: cookies } });
     expect(replay.headers.location).toBe(failedWith('oauth_state_mismatch'));
+    // Refused before the platform is asked (its code is single use too) and without a second session.
+    expect(fake.seen(TOKEN_PATH)).toHaveLength(1);
+    expect(await sessionsOf(t.db.production, id)).toHaveLength(1);
+    // Two callbacks racing past that check: the session row's unique state hash lets one through.
+    const stateHash = hashToken(back.searchParams.get('state')!);
+    await expect(createSession(t.db.production, 'production', id, stateHash)).rejects.toThrow(StateAlreadyUsed);
     expect(await sessionsOf(t.db.production, id)).toHaveLength(1);
   });
 
   it('refuses a state minted on the demo host when it comes back on the production host', async () => {
-    const state = await mint('demo.localhost');
+    const { state, cookie } = await mint('demo.localhost');
     expect(state).toMatch(/^demo\./);
-    const res = await callbackWith({ code: 'c', state }, `cms_oauth_state=${state}`);
+    const res = await callbackWith({ code: 'c', state }, cookie);
     expect(res.headers.location).toBe(failedWith('oauth_state_mismatch'));
-    expect((await t.db.demo.query('select 1 from oauth_states where state_hash = $1::text', [hashToken(state)])).rowCount).toBe(1);
+    expect(res.cookies.find((c) => c.name === 'cms_oauth_state')).toBeUndefined();
+    expect(fake.seen(TOKEN_PATH)).toEqual([]);
   });
 
   it('answers 400 JSON instead when there is no dashboard login URL', async () => {

@@ -1,10 +1,13 @@
 // GET /auth/chat/login (spec: Authentication and session): the state it mints and binds to the
-// browser, the return_to it accepts, and both routes' OpenAPI entry.
+// browser in a signed cookie without writing anything, the return_to it accepts, and both routes'
+// OpenAPI entry.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { hashToken } from '../src/platform/auth/sessions.js';
+import { sealState } from '../src/auth/oauth-state.js';
+import { signingKey } from '../src/platform/auth/signing-keys.js';
 import { DASHBOARD_ORIGIN, type TestApp } from './helpers/app.js';
 import type { FakeChatPlatform } from './helpers/fake-chat-platform.js';
 import { openSignInApps } from './helpers/signin.js';
+import { rowCounts } from './helpers/tables.js';
 
 let fake: FakeChatPlatform;
 let t: TestApp; // OAuth configured, dashboard login URL set
@@ -15,36 +18,59 @@ afterAll(() => close?.());
 beforeEach(() => fake.reset());
 
 describe('GET /auth/chat/login', () => {
-  it('stores a hashed, environment-prefixed state, binds it to the browser and redirects to the platform', async () => {
-    await t.db.production.query(`insert into oauth_states (state_hash, expires_at) values ('stale', now() - interval '1 second')`);
+  it('keeps the attempt in a signed, environment-bound cookie, writes no row, and redirects to the platform', async () => {
     const returnTo = `${DASHBOARD_ORIGIN}/reports?open=1`;
+    await t.app.inject({ url: '/auth/chat/login' }); // the environment's first sign-in creates its signing key, once
+    const before = await rowCounts(t.db.production);
     const res = await t.app.inject({ url: `/auth/chat/login?return_to=${encodeURIComponent(returnTo)}` });
     expect(res.statusCode).toBe(302);
-    const cookie = res.cookies.find((c) => c.name === 'cms_oauth_state')!;
-    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Lax', path: '/auth/chat' });
-    expect(cookie.secure).toBeUndefined();
-    expect(cookie.value).toMatch(/^production\.[A-Za-z0-9_-]{43}$/);
+    expect(await rowCounts(t.db.production)).toEqual(before);
     const location = new URL(res.headers.location!);
     expect(`${location.origin}${location.pathname}`).toBe(`${fake.url}/oauth2/authorize`);
+    const state = location.searchParams.get('state')!;
+    expect(state).toMatch(/^production\.[A-Za-z0-9_-]{43}$/);
     expect([...location.searchParams]).toEqual([
       ['response_type', 'code'], ['client_id', fake.env().CHAT_OAUTH_CLIENT_ID], ['scope', 'identify'],
-      ['redirect_uri', 'http://localhost/auth/chat/callback'], ['state', cookie.value], ['prompt', 'none'],
+      ['redirect_uri', 'http://localhost/auth/chat/callback'], ['state', state], ['prompt', 'none'],
     ]);
-    const { rows } = await t.db.production.query<{ state_hash: string; return_to: string; popup: boolean; ttl: number }>(
-      `select state_hash, return_to, popup, extract(epoch from expires_at - created_at)::int as ttl from oauth_states`,
-    );
-    expect(rows).toEqual([{ state_hash: hashToken(cookie.value), return_to: returnTo, popup: false, ttl: 600 }]);
+    const cookie = res.cookies.find((c) => c.name === 'cms_oauth_state')!;
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Lax', path: '/auth/chat', maxAge: 600 });
+    expect(cookie.secure).toBeUndefined();
+    // The cookie carries the attempt in the clear (nothing secret in it) and the environment key's HMAC.
+    const [body, signature] = cookie.value.split('.') as [string, string];
+    const sealed = JSON.parse(Buffer.from(body, 'base64url').toString());
+    expect(sealed).toEqual({ env: 'production', state, return_to: returnTo, popup: false, exp: expect.any(Number) });
+    expect(sealed.exp - Date.now() / 1000).toBeGreaterThan(595);
+    expect(sealed.exp - Date.now() / 1000).toBeLessThanOrEqual(600);
+    expect(signature).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(cookie.value).toBe(sealState(await signingKey(t.db.production, 'oauth_state'), 'production', state, { returnTo, popup: false }, (sealed.exp - 600) * 1000));
   });
+
+  it('10,000 logins leave every table of both environments as it was', async () => {
+    await t.app.inject({ url: '/auth/chat/login' });
+    await t.app.inject({ url: '/auth/chat/login', headers: { host: 'demo.localhost' } });
+    const before = { production: await rowCounts(t.db.production), demo: await rowCounts(t.db.demo) };
+    const long = encodeURIComponent(`${DASHBOARD_ORIGIN}/${'x'.repeat(2000)}`);
+    // 50 at a time: in process, the loop's cost is the app's own work.
+    for (let i = 0; i < 10_000; i += 50) {
+      const batch = Array.from({ length: 50 }, (_, j) =>
+        t.app.inject({ url: `/auth/chat/login?popup=1&return_to=${long}`, headers: { host: (i + j) % 2 ? 'demo.localhost' : 'localhost' } }));
+      for (const res of await Promise.all(batch)) if (res.statusCode !== 302) expect(res.statusCode).toBe(302);
+    }
+    expect({ production: await rowCounts(t.db.production), demo: await rowCounts(t.db.demo) }).toEqual(before);
+    // One key per environment, made by its first sign-in, is all sign-ins ever add.
+    for (const db of [t.db.production, t.db.demo]) expect((await db.query('select purpose from signing_keys')).rows).toEqual([{ purpose: 'oauth_state' }]);
+  }, 120_000);
 
   it.each(['https://evil.example.com/', 'https://dashboard.example.test.evil.com/', 'javascript:alert(1)', 'ftp://dashboard.example.test/', '/relative', ''])(
     'refuses return_to %j with 400 and writes nothing',
     async (returnTo) => {
-      const before = await t.db.production.query('select 1 from oauth_states');
+      const before = await rowCounts(t.db.production);
       const res = await t.app.inject({ url: `/auth/chat/login?return_to=${encodeURIComponent(returnTo)}` });
       expect(res.statusCode).toBe(400);
       expect(res.json()).toEqual({ success: false, error: 'querystring.return_to must be a URL on an allowed dashboard or training origin', code: 'VALIDATION_ERROR' });
       expect(res.cookies).toEqual([]);
-      expect((await t.db.production.query('select 1 from oauth_states')).rowCount).toBe(before.rowCount);
+      expect(await rowCounts(t.db.production)).toEqual(before);
     },
   );
 

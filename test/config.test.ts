@@ -30,6 +30,9 @@ describe('parseConfig', () => {
       auditSealIntervalMs: 1_000,
       replicaMaxLagMs: 5_000,
       databasePoolSize: 10,
+      realtimeMaxConnectionsPerAddress: 200,
+      realtimeMaxConnections: 20_000,
+      signinRateLimitPerMinute: 30,
     });
     expect(config.environments.production).toEqual({
       name: 'production',
@@ -80,6 +83,9 @@ describe('parseConfig', () => {
       DATABASE_POOL_SIZE: '16',
       PRODUCTION_DATABASE_REPLICA_URLS: 'postgres://u:p@replica-1:5432/prod, postgres://u:p@replica-2:5432/prod',
       REPLICA_MAX_LAG_SECONDS: '2.5',
+      REALTIME_MAX_CONNECTIONS_PER_ADDRESS: '50',
+      REALTIME_MAX_CONNECTIONS: '5000',
+      SIGNIN_RATE_LIMIT_PER_MINUTE: '10',
     });
     expect(config.port).toBe(8080);
     expect(config.environments.production.hosts).toEqual(['api.example.org', 'cases.example.org']);
@@ -109,6 +115,7 @@ describe('parseConfig', () => {
     expect(config.environments.production.replicaUrls).toEqual(['postgres://u:p@replica-1:5432/prod', 'postgres://u:p@replica-2:5432/prod']);
     expect(config.environments.demo.replicaUrls).toEqual([]);
     expect(config.replicaMaxLagMs).toBe(2500);
+    expect(config).toMatchObject({ realtimeMaxConnectionsPerAddress: 50, realtimeMaxConnections: 5000, signinRateLimitPerMinute: 10 });
   });
 
   it('leaves OAuth unconfigured (not an error) while any of its three values is missing', () => {
@@ -139,6 +146,9 @@ describe('parseConfig', () => {
     [{ REPLICA_MAX_LAG_SECONDS: '0' }, 'REPLICA_MAX_LAG_SECONDS: expected a number of seconds from 0.1 to 300'],
     [{ DATABASE_POOL_SIZE: '0' }, 'DATABASE_POOL_SIZE: expected a whole number from 1 to 100'],
     [{ DATABASE_POOL_SIZE: 'many' }, 'DATABASE_POOL_SIZE: expected a whole number from 1 to 100'],
+    [{ REALTIME_MAX_CONNECTIONS_PER_ADDRESS: '0' }, 'REALTIME_MAX_CONNECTIONS_PER_ADDRESS: expected a whole number from 1 to 1000000 (got "0")'],
+    [{ REALTIME_MAX_CONNECTIONS: '20k' }, 'REALTIME_MAX_CONNECTIONS: expected a whole number from 1 to 1000000 (got "20k")'],
+    [{ SIGNIN_RATE_LIMIT_PER_MINUTE: '2.5' }, 'SIGNIN_RATE_LIMIT_PER_MINUTE: expected a whole number from 1 to 1000000 (got "2.5")'],
     [{ TRUST_PROXY: 'maybe' }, 'TRUST_PROXY: expected true, false, or a list of proxy addresses/CIDRs'],
     [{ PRODUCTION_HOSTS: 'a.example.org', DEMO_HOSTS: 'A.example.org' }, 'PRODUCTION_HOSTS, DEMO_HOSTS: a.example.org listed in both'],
     [{ PRODUCTION_API_KEY: SAME, DEMO_API_KEY: SAME }, 'PRODUCTION_API_KEY, DEMO_API_KEY: each environment needs its own key'],

@@ -173,7 +173,6 @@ describe('POST /demo/reset', () => {
     await demo.query(`insert into admin_allowlist (chat_id) values ($1::text)`, [EXTRA]);
     await demo.query(`insert into audit_log (actor_kind, action, target, correlation_id) values ('system', 'test.change', 'x', 'c-1')`);
     await demo.query(`insert into events (type, actor_kind, correlation_id) values ('report.created', 'system', 'c-2')`);
-    await demo.query(`insert into oauth_states (state_hash, expires_at) values ('h', now() + interval '5 minutes')`);
 
     const res = await reset({ host: DEMO_HOST, cookie: `cms_session=${token}` });
     expect(res.statusCode).toBe(200);
@@ -181,7 +180,6 @@ describe('POST /demo/reset', () => {
 
     expect((await demo.query(agentsSql)).rows).toEqual(seededAgents);
     expect((await demo.query(allowlistSql)).rows).toEqual(seededAllowlist);
-    expect(await count(demo, 'oauth_states')).toBe(0);
     // What the test wrote is gone; what remains is the seeded admin history (an event per audit row).
     expect((await demo.query("select count(*)::int as n from audit_log where correlation_id = 'c-1'")).rows[0]).toEqual({ n: 0 });
     expect((await demo.query("select count(*)::int as n from events where correlation_id = 'c-2'")).rows[0]).toEqual({ n: 0 });

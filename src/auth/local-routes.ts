@@ -14,7 +14,7 @@ import { findFictionalAgents, FICTIONAL_CHAT_IDS } from './local-queries.js';
 import { localSignInPage } from './local-page.js';
 import { LocalPage, LocalPageQuery, LocalSignInBody } from './local-schemas.js';
 import { RedirectResponse } from './oauth-schemas.js';
-import { allowedReturnTo, startSession } from './sign-in.js';
+import { allowedReturnTo, signInRateLimit, startSession } from './sign-in.js';
 
 export interface LocalSignInRoutesOptions {
   config: Config;
@@ -46,13 +46,13 @@ export const localSignInRoutes: FastifyPluginAsyncTypebox<LocalSignInRoutesOptio
   app.get(
     '/auth/local',
     {
-      config: { auth: 'none' },
+      config: { auth: 'none', rateLimit: signInRateLimit(config) },
       schema: {
         tags,
         summary: 'Demo only (DEMO_LOCAL_SIGNIN): the local sign-in page listing the fictional demo agents',
         description: 'Exists only when DEMO_LOCAL_SIGNIN is true, and only in the demo environment: 404 on any other host.',
         querystring: LocalPageQuery,
-        response: { 200: LocalPage, ...errorResponses(400, 404, 421, 500, 503) },
+        response: { 200: LocalPage, ...errorResponses(400, 404, 421, 429, 500, 503) },
       },
     },
     async (request, reply) => {
@@ -71,7 +71,7 @@ export const localSignInRoutes: FastifyPluginAsyncTypebox<LocalSignInRoutesOptio
   app.post(
     '/auth/local',
     {
-      config: { auth: 'none', acceptsForm: true },
+      config: { auth: 'none', acceptsForm: true, rateLimit: signInRateLimit(config) },
       onRequest: refuseForeignOrigin,
       schema: {
         tags,
@@ -83,7 +83,7 @@ export const localSignInRoutes: FastifyPluginAsyncTypebox<LocalSignInRoutesOptio
           'onboarding; 403 ORIGIN_NOT_ALLOWED from a foreign page. Exists only when DEMO_LOCAL_SIGNIN is true, and only in ' +
           'the demo environment: 404 on any other host.',
         body: LocalSignInBody,
-        response: { 303: RedirectResponse, ...errorResponses(400, 403, 404, 413, 415, 421, 500, 503) },
+        response: { 303: RedirectResponse, ...errorResponses(400, 403, 404, 413, 415, 421, 429, 500, 503) },
       },
     },
     async (request, reply) => {

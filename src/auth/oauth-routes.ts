@@ -2,19 +2,21 @@
 // to the environment and to this browser, and sends the browser to the platform; the callback
 // checks that state, exchanges the code, resolves the agent and starts a fresh session. Every
 // sign-in failure goes back to the dashboard login as ?error=<code> (or to the popup's opener).
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { findAgent, SIGN_IN_STATUSES, type AgentRow } from '../agents/queries.js';
 import type { Config } from '../config.js';
-import { hashToken, tokenEnvironment } from '../platform/auth/sessions.js';
+import { signingKey } from '../platform/auth/signing-keys.js';
+import { hashToken, StateAlreadyUsed, tokenEnvironment } from '../platform/auth/sessions.js';
 import type { Environment } from '../platform/environments.js';
 import { errors } from '../platform/errors.js';
 import { errorResponses } from '../platform/http/schemas.js';
 import { ChatSignInError, demoAgentFor, exchangeCode, fetchChatUserId, type ChatFailureCode } from './chat-client.js';
-import { consumeOAuthState, insertOAuthState, OAUTH_STATE_TTL_SECONDS, type OAuthAttempt } from './oauth-queries.js';
+import { stateStartedSession } from './oauth-queries.js';
+import { OAUTH_STATE_TTL_SECONDS, openState, sealState, type OAuthAttempt } from './oauth-state.js';
 import { CallbackQuery, LoginQuery, PopupPage, RedirectResponse } from './oauth-schemas.js';
-import { allowedReturnTo, cookieBase, startSession } from './sign-in.js';
+import { allowedReturnTo, cookieBase, signInRateLimit, startSession } from './sign-in.js';
 
 export { demoAgentFor } from './chat-client.js';
 
@@ -49,12 +51,12 @@ export const oauthRoutes: FastifyPluginAsyncTypebox<OAuthRoutesOptions> = async 
   app.get(
     '/auth/chat/login',
     {
-      config: { auth: 'none' },
+      config: { auth: 'none', rateLimit: signInRateLimit(config) },
       schema: {
         tags: ['Authentication'],
         summary: 'Start chat-platform sign-in: redirects the browser to the OAuth page',
         querystring: LoginQuery,
-        response: { 302: RedirectResponse, ...errorResponses(400, 421, 500, 503) },
+        response: { 302: RedirectResponse, ...errorResponses(400, 421, 429, 500, 503) },
       },
     },
     async (request, reply) => {
@@ -64,8 +66,9 @@ export const oauthRoutes: FastifyPluginAsyncTypebox<OAuthRoutesOptions> = async 
       const { name, db } = request.environment;
       // The environment prefix lets the callback refuse a state minted by the other environment.
       const state = `${name}.${randomBytes(32).toString('base64url')}`;
-      await insertOAuthState(db, hashToken(state), { returnTo, popup: request.query.popup === '1' });
-      reply.setCookie(STATE_COOKIE, state, { ...cookieBase(request), path: STATE_COOKIE_PATH, maxAge: OAUTH_STATE_TTL_SECONDS });
+      // Nothing is written: the attempt travels in the browser's cookie, signed (oauth-state.ts).
+      const sealed = sealState(await signingKey(db, 'oauth_state'), name, state, { returnTo, popup: request.query.popup === '1' });
+      reply.setCookie(STATE_COOKIE, sealed, { ...cookieBase(request), path: STATE_COOKIE_PATH, maxAge: OAUTH_STATE_TTL_SECONDS });
       const authorize = new URL(oauth.authorizeUrl);
       const params = { response_type: 'code', client_id: oauth.clientId, scope: 'identify', redirect_uri: redirectUriFor(request), state, prompt: 'none' };
       for (const [key, value] of Object.entries(params)) authorize.searchParams.set(key, value);
@@ -76,7 +79,7 @@ export const oauthRoutes: FastifyPluginAsyncTypebox<OAuthRoutesOptions> = async 
   app.get(
     '/auth/chat/callback',
     {
-      config: { auth: 'none' },
+      config: { auth: 'none', rateLimit: signInRateLimit(config) },
       // A malformed query is a failed sign-in (a redirect), not a JSON 400.
       attachValidation: true,
       schema: {
@@ -87,29 +90,32 @@ export const oauthRoutes: FastifyPluginAsyncTypebox<OAuthRoutesOptions> = async 
           'chat_redirect_uri_mismatch, chat_token_exchange_failed, chat_user_fetch_failed, not_a_svc_agent, ' +
           'agent_not_active, demo_not_authorized.',
         querystring: CallbackQuery,
-        response: { 200: PopupPage, 302: RedirectResponse, ...errorResponses(400, 421, 500, 503) },
+        response: { 200: PopupPage, 302: RedirectResponse, ...errorResponses(400, 421, 429, 500, 503) },
       },
     },
     async (request, reply) => {
       const oauth = config.chatOAuth;
       if (oauth === undefined) throw errors.notConfigured('Chat sign-in');
       reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer');
-      reply.clearCookie(STATE_COOKIE, { ...cookieBase(request), path: STATE_COOKIE_PATH });
       const query: CallbackQuery = request.validationError ? {} : request.query;
       let attempt: OAuthAttempt | undefined;
       try {
         const checked = await checkState(request, query.state);
         attempt = checked.attempt;
+        // Used up in this browser; a callback that fails the check leaves the real attempt's cookie alone.
+        if (attempt !== undefined) reply.clearCookie(STATE_COOKIE, { ...cookieBase(request), path: STATE_COOKIE_PATH });
         if (query.error !== undefined) throw new SignInFailed('chat_authorization_denied', `chat platform answered ${query.error}`);
         if (checked.attempt === undefined) throw new SignInFailed('oauth_state_mismatch', checked.reason);
         if (!query.code) throw new SignInFailed('chat_token_exchange_failed', 'no code in the callback');
         const accessToken = await exchangeCode({ ...oauth, redirectUri: redirectUriFor(request) }, query.code);
         const chatId = await fetchChatUserId(oauth, accessToken);
         const agent = await signInAgent(request.environment, chatId);
-        await startSession(request, reply, agent.chat_id);
+        await startSession(request, reply, agent.chat_id, hashToken(query.state!));
         request.log.info({ chat_id: agent.chat_id }, 'chat sign-in succeeded');
         return succeed(reply, checked.attempt);
-      } catch (err) {
+      } catch (caught) {
+        // Two callbacks with one state racing past the check: the session's unique state hash lets one through.
+        const err = caught instanceof StateAlreadyUsed ? new SignInFailed('oauth_state_mismatch', caught.message) : caught;
         if (!(err instanceof SignInFailed || err instanceof ChatSignInError)) throw err;
         request.log.info({ code: err.code, detail: err.message }, 'chat sign-in failed');
         return fail(reply, err.code, attempt);
@@ -130,17 +136,20 @@ export const oauthRoutes: FastifyPluginAsyncTypebox<OAuthRoutesOptions> = async 
     return configured.toString();
   }
 
-  /** The attempt behind a state that matches this browser's cookie and environment, consumed. */
+  /**
+   * The attempt behind a state that matches this browser's signed cookie and this environment,
+   * and has not started a session yet (single use without a row per attempt: oauth-queries.ts).
+   */
   async function checkState(request: FastifyRequest, state: string | undefined): Promise<{ attempt?: OAuthAttempt; reason: string }> {
     const cookie = request.cookies[STATE_COOKIE];
+    const { name, db } = request.environment;
     if (!state) return { reason: 'no state in the callback' };
     if (!cookie) return { reason: 'no state cookie: another browser, or the attempt expired' };
-    // Compare fixed-length digests, so neither the length nor the content leaks through timing.
-    const matches = timingSafeEqual(Buffer.from(hashToken(state), 'hex'), Buffer.from(hashToken(cookie), 'hex'));
-    if (!matches) return { reason: 'state does not match this browser' };
-    if (tokenEnvironment(state) !== request.environment.name) return { reason: 'state minted by another environment' };
-    const attempt = await consumeOAuthState(request.environment.db, hashToken(state));
-    return attempt ? { attempt, reason: 'ok' } : { reason: 'state unknown, already used or expired' };
+    const opened = openState(await signingKey(db, 'oauth_state'), name, cookie, state);
+    if ('refused' in opened) return { reason: opened.refused };
+    if (tokenEnvironment(state) !== name) return { reason: 'state minted by another environment' };
+    if (await stateStartedSession(db, hashToken(state))) return { reason: 'state already used' };
+    return { attempt: opened.attempt, reason: 'ok' };
   }
 
   async function signInAgent(environment: Environment, chatId: string): Promise<AgentRow> {

@@ -146,7 +146,6 @@ export const RESET_TABLES: readonly { table: string; where?: string }[] = [
   // The demo's audit chain starts again with the seeded rows (docs/decisions.md).
   { table: 'audit_chain' },
   { table: 'audit_verifications' },
-  { table: 'oauth_states' },
   { table: 'admin_allowlist' },
   { table: 'agents', where: 'chat_id <> all($1::text[])' },
 ];
@@ -157,7 +156,9 @@ export const RESET_TABLES: readonly { table: string; where?: string }[] = [
 // audit_chain_state holds the sealer's cursors: still right (the seeded rows' transaction comes after them).
 // read_positions are the callers' WAL positions for read-your-writes: a reset is itself a write
 // whose position its caller gets, so no position may go back.
-export const PRESERVED_TABLES: readonly string[] = ['schema_migrations', 'sessions', 'report_counts', 'health_state', 'realtime_outbox', 'audit_chain_state', 'read_positions'];
+// signing_keys are the environment's own secrets, held in memory by every instance: a new one
+// would refuse the sign-ins under way.
+export const PRESERVED_TABLES: readonly string[] = ['schema_migrations', 'sessions', 'report_counts', 'health_state', 'realtime_outbox', 'audit_chain_state', 'read_positions', 'signing_keys'];
 
 // Seeding and resetting take one advisory lock: two instances starting together, or two resets
 // at once, run one after the other instead of deadlocking on each other's rows.

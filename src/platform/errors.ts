@@ -62,6 +62,11 @@ export const errors = {
   notConfigured: (integration: string) =>
     new AppError(503, `${integration} is not configured`, 'NOT_CONFIGURED'),
   internal: (message: string) => new AppError(500, message, 'INTERNAL_ERROR'),
+  tooManyConnections: (perAddress: number) =>
+    new AppError(429, `This address holds ${perAddress} realtime connections to this instance already: close one first`, 'TOO_MANY_CONNECTIONS'),
+  realtimeAtCapacity: () => new AppError(503, 'This instance holds all the realtime connections it may: retry later or on another instance', 'REALTIME_AT_CAPACITY'),
+  rateLimited: (what: string, retryAfterSeconds: number) =>
+    new AppError(429, `Too many ${what} from this address: retry in ${retryAfterSeconds} s`, 'RATE_LIMITED', { retryAfterSeconds }),
 };
 
 // SQLSTATE codes (PostgreSQL Appendix A) that mean something to a caller.

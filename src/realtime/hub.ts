@@ -24,6 +24,16 @@ export const MAX_FRAME_BYTES = 64 * 1024;
 export const IDLE_TIMEOUT_MS = 60_000;
 /** A subscriber this far behind (bytes queued on its socket) misses broadcasts rather than growing memory. */
 export const MAX_BUFFERED_BYTES = 1024 * 1024;
+/**
+ * A connection holding no channel this long (none joined since it opened, or since its last one
+ * closed) is closed (1008): heartbeats alone do not keep a socket, and with it a connection slot.
+ */
+export const JOIN_TIMEOUT_MS = 30_000;
+
+export interface HubOptions {
+  /** JOIN_TIMEOUT_MS unless given (the tests shorten it). */
+  joinTimeoutMs?: number;
+}
 
 const TOPIC_PREFIX = 'realtime:';
 const USER_TOPIC = /^training:user:([0-9]{1,20})$/;
@@ -50,6 +60,8 @@ interface Connection {
   lastSeen: number;
   /** Frames are handled one after another (a join's authorisation is asynchronous). */
   queue: Promise<void>;
+  /** Closes the connection while it holds no channel (JOIN_TIMEOUT_MS). */
+  unjoined?: NodeJS.Timeout;
 }
 
 export interface HubStats {
@@ -68,11 +80,14 @@ export class RealtimeHub {
   private readonly subscribers = new Map<string, Set<Connection>>();
   private readonly idleTimer: NodeJS.Timeout;
   private counters = { delivered: 0, refused_joins: 0, dropped_frames: 0, slow_skips: 0 };
+  private readonly joinTimeoutMs: number;
 
   constructor(
     private readonly environments: Environments,
     private readonly log: Logger,
+    options: HubOptions = {},
   ) {
+    this.joinTimeoutMs = options.joinTimeoutMs ?? JOIN_TIMEOUT_MS;
     this.idleTimer = setInterval(() => this.closeIdle(), IDLE_TIMEOUT_MS / 4);
     this.idleTimer.unref();
   }
@@ -88,6 +103,7 @@ export class RealtimeHub {
     const now = Date.now();
     const conn: Connection = { ws, version, environment, apikey, channels: new Map(), tokens: RATE_BURST, refilledAt: now, dropped: 0, lastSeen: now, queue: Promise.resolve() };
     this.connections.add(conn);
+    this.awaitJoin(conn);
     ws.on('message', (data: Buffer, isBinary: boolean) => this.receive(conn, data, isBinary));
     ws.on('close', () => this.forget(conn));
     ws.on('error', (err) => this.log.debug({ err }, 'realtime socket error'));
@@ -178,6 +194,7 @@ export class RealtimeHub {
     const channel: Channel = { topic: m.topic, joinRef: m.join_ref, sub: refusal.sub };
     this.schedule(conn, channel, refusal.exp);
     conn.channels.set(m.topic, channel);
+    clearTimeout(conn.unjoined);
     const key = `${conn.environment}|${m.topic}`;
     let set = this.subscribers.get(key);
     if (!set) this.subscribers.set(key, (set = new Set()));
@@ -240,6 +257,7 @@ export class RealtimeHub {
   private closeChannel(conn: Connection, channel: Channel): void {
     clearTimeout(channel.expiry);
     conn.channels.delete(channel.topic);
+    if (conn.channels.size === 0) this.awaitJoin(conn);
     this.unsubscribe(conn, channel.topic);
     this.send(conn, { join_ref: channel.joinRef, ref: channel.joinRef, topic: channel.topic, event: 'phx_close', payload: {} });
   }
@@ -252,12 +270,21 @@ export class RealtimeHub {
   }
 
   private forget(conn: Connection): void {
+    clearTimeout(conn.unjoined);
     for (const channel of conn.channels.values()) {
       clearTimeout(channel.expiry);
       this.unsubscribe(conn, channel.topic);
     }
     conn.channels.clear();
     this.connections.delete(conn);
+  }
+
+  private awaitJoin(conn: Connection): void {
+    clearTimeout(conn.unjoined);
+    conn.unjoined = setTimeout(() => {
+      if (conn.channels.size === 0) conn.ws.close(1008, `no channel joined within ${this.joinTimeoutMs / 1000} s`);
+    }, this.joinTimeoutMs);
+    conn.unjoined.unref();
   }
 
   private closeIdle(): void {

@@ -7,6 +7,7 @@ import { Type } from 'typebox';
 import { sessionAgent } from '../platform/auth/guards.js';
 import { AppError, errors } from '../platform/errors.js';
 import { COMMON_ERRORS, errorResponses, timestamp } from '../platform/http/schemas.js';
+import type { ConnectionCaps } from './caps.js';
 import type { RealtimeHub } from './hub.js';
 import { VERSIONS, type Version } from './protocol.js';
 import { anonKey, mintToken, TOKEN_LIFETIME_SECONDS } from './tokens.js';
@@ -39,7 +40,7 @@ function signingSecret(request: FastifyRequest): string {
   return secret;
 }
 
-export const realtimeRoutes: FastifyPluginAsyncTypebox<{ hub: RealtimeHub }> = async (app, { hub }) => {
+export const realtimeRoutes: FastifyPluginAsyncTypebox<{ hub: RealtimeHub; caps: ConnectionCaps }> = async (app, { hub, caps }) => {
   app.get(
     '/training/realtime-config',
     { config: { auth: 'session' }, schema: { tags, summary: 'The browser realtime client’s public configuration', response: { 200: RealtimeConfig, ...errorResponses(...COMMON_ERRORS) } } },
@@ -78,6 +79,11 @@ export const realtimeRoutes: FastifyPluginAsyncTypebox<{ hub: RealtimeHub }> = a
       signingSecret(request);
       const vsn = (request.query as { vsn?: string }).vsn ?? '1.0.0';
       if (!(VERSIONS as readonly string[]).includes(vsn)) throw errors.validation(`querystring.vsn must be one of: ${VERSIONS.join(', ')}`);
+      // Last, so that only an upgrade about to happen takes a slot (released when its socket closes).
+      if (request.ws) {
+        const refusal = caps.admit(request.ip, request.raw.socket);
+        if (refusal) throw refusal;
+      }
     },
     // A plain HTTP request, without the upgrade: answered in the envelope (the plugin's default is an empty 404).
     handler: async () => {

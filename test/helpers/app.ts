@@ -8,6 +8,7 @@ import { AUTH_CHANNEL } from '../../src/platform/auth/session-cache.js';
 import type { Db } from '../../src/platform/db/types.js';
 import { Environments, QUEUE_CHANNEL, type OpenDb } from '../../src/platform/environments.js';
 import { Metrics } from '../../src/platform/metrics.js';
+import type { HubOptions } from '../../src/realtime/hub.js';
 import type { Broadcaster } from '../../src/training/broadcaster.js';
 import { createTestDatabase, type TestDatabase } from './stores.js';
 
@@ -26,6 +27,9 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     DEMO_API_KEY: DEMO_KEY,
     DASHBOARD_ORIGINS: DASHBOARD_ORIGIN,
     TRAINING_ORIGINS: TRAINING_ORIGIN,
+    // Every request of a test comes from 127.0.0.1: the sign-in limit (30 a minute) is lifted here
+    // and tested at its default in test/auth-signin-limit.test.ts.
+    SIGNIN_RATE_LIMIT_PER_MINUTE: '1000000',
     ...overrides,
   });
 }
@@ -56,6 +60,8 @@ export interface TestAppOptions {
   broadcaster?: Broadcaster;
   /** Seal the audit chain in the background as the service does (off by default: rows and connections stay at rest). */
   sealing?: boolean;
+  /** The realtime hub's options (a shorter join timeout). */
+  hub?: HubOptions;
 }
 
 export async function createTestApp(options: TestAppOptions = {}): Promise<TestApp> {
@@ -77,7 +83,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
       return databases[env.name]!.db;
     },
   });
-  const app = await buildApp({ config, environments, ownsEnvironments: false, logger: options.logger ?? silentLog, extraRoutes: options.extend, broadcaster: options.broadcaster, metrics });
+  const app = await buildApp({ config, environments, ownsEnvironments: false, logger: options.logger ?? silentLog, extraRoutes: options.extend, broadcaster: options.broadcaster, metrics, hub: options.hub });
   await app.ready();
   return {
     app,

@@ -36,10 +36,14 @@ export function signInHelpers(apps: () => { t: TestApp }) {
   const sessionsOf = async (db: Db, chatId: string) =>
     (await db.query<{ token_hash: string }>('select token_hash from sessions where chat_id = $1::text', [chatId])).rows;
   const signIn = ({ app = apps().t, ...options }: SignInOptions & { app?: TestApp } = {}) => browserSignIn(app.app, options);
-  /** Only the login: a live state and its cookie, as the browser holds them on its way to the platform. */
+  /**
+   * Only the login: a live state (as sent to the platform) and its signed cookie (as a Cookie
+   * header), as the browser holds them on its way to the platform.
+   */
   async function mint(host = 'localhost') {
     const login = await apps().t.app.inject({ url: '/auth/chat/login', headers: { host } });
-    return login.cookies.find((c) => c.name === 'cms_oauth_state')!.value;
+    const state = new URL(login.headers.location!).searchParams.get('state')!;
+    return { state, cookie: `cms_oauth_state=${login.cookies.find((c) => c.name === 'cms_oauth_state')!.value}`, login };
   }
   const callbackWith = (params: Record<string, string>, cookie?: string, host = 'localhost') =>
     apps().t.app.inject({ url: `/auth/chat/callback?${new URLSearchParams(params)}`, headers: { host, ...(cookie ? { cookie } : {}) } });

@@ -18,3 +18,13 @@ export async function everyTable(db: Db): Promise<Record<string, string[]>> {
   });
   return result;
 }
+
+/** Table name -> its number of rows, for every table: tests that show a request writes nothing. */
+export async function rowCounts(db: Db): Promise<Record<string, number>> {
+  const { rows: tables } = await db.query<{ name: string }>(
+    `select c.relname as name from pg_class c join pg_namespace n on n.oid = c.relnamespace
+      where n.nspname = 'public' and c.relkind in ('r', 'p') order by c.relname`,
+  );
+  const { rows } = await db.query<Record<string, number>>(`select ${tables.map(({ name }) => `(select count(*)::int from "${name}") as "${name}"`).join(', ')}`);
+  return rows[0]!;
+}

@@ -20,16 +20,26 @@ export function tokenEnvironment(token: string): string {
   return token.slice(0, Math.max(0, token.indexOf('.')));
 }
 
-export async function createSession(db: Queryable, environment: EnvironmentName, chatId: string): Promise<{ token: string; expiresAt: Date }> {
+/** A session could not start: the OAuth state it came with has already started one (a replay). */
+export class StateAlreadyUsed extends Error {}
+
+/**
+ * A new session for `chatId`. `oauthStateHash` is the SHA-256 of the OAuth state that vouched for
+ * it: a state starts at most one session (unique), so a replayed callback gets StateAlreadyUsed.
+ */
+export async function createSession(db: Queryable, environment: EnvironmentName, chatId: string, oauthStateHash?: string): Promise<{ token: string; expiresAt: Date }> {
   const token = newToken(environment);
   // Sign-ins are rare next to requests: a good moment to sweep expired rows (indexed).
   await db.query('delete from sessions where expires_at <= now()');
   const { rows } = await db.query<{ expires_at: string }>(
-    `insert into sessions (token_hash, chat_id, expires_at) values ($1::text, $2::text, now() + make_interval(secs => $3::int))
+    `insert into sessions (token_hash, chat_id, expires_at, oauth_state_hash)
+     values ($1::text, $2::text, now() + make_interval(secs => $3::int), $4::text)
+     on conflict (oauth_state_hash) do nothing
      returning expires_at`,
-    [hashToken(token), chatId, SESSION_TTL_SECONDS],
+    [hashToken(token), chatId, SESSION_TTL_SECONDS, oauthStateHash ?? null],
   );
-  return { token, expiresAt: new Date(rows[0]!.expires_at) };
+  if (rows[0] === undefined) throw new StateAlreadyUsed('this sign-in state has already started a session');
+  return { token, expiresAt: new Date(rows[0].expires_at) };
 }
 
 export interface SessionAgent {

@@ -10,6 +10,7 @@ import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, Fa
 import fp from 'fastify-plugin';
 import { DbError } from '../db/types.js';
 import { AppError, errors, fromDbError } from '../errors.js';
+import { redactUrl } from './request-log.js';
 import { describeValidationError } from './validation.js';
 
 /** Fastify's maxParamLength (its default): a longer path parameter is 414. */
@@ -61,7 +62,7 @@ export function createErrorHandling(log: FastifyBaseLogger): ErrorHandling {
   return {
     handle(err, request, reply) {
       const appError = toAppError(err, request.headers['content-type']);
-      const context = { request_id: request.id, method: request.method, url: request.url };
+      const context = { request_id: request.id, method: request.method, url: redactUrl(request.url) };
       const status = appError.statusCode;
       const environment = (request.environment as { name?: string } | null)?.name;
       if (appError.code === 'DATABASE_UNAVAILABLE' && environment !== undefined) {
@@ -77,8 +78,9 @@ export function createErrorHandling(log: FastifyBaseLogger): ErrorHandling {
       const body: { success: false; error: string; code?: string } = { success: false, error: appError.message };
       if (appError.code) body.code = appError.code;
       if (appError.retryAfterSeconds !== undefined) reply.header('retry-after', String(appError.retryAfterSeconds));
-      // Framework errors arrive before the request-context hook: the id header is set here too.
-      reply.header('x-request-id', request.id);
+      // Framework errors arrive before the request-context hook and the security headers' own
+      // (security-headers.ts): the id and nosniff are set here too.
+      reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff');
       return reply.code(status).type('application/json; charset=utf-8').send(body);
     },
     noteRecovery(request, reply) {
@@ -119,7 +121,8 @@ export function createClientErrorHandler(log: FastifyBaseLogger) {
       const body = JSON.stringify({ success: false, error: appError.message, code: appError.code });
       socket.write(
         `HTTP/1.1 ${appError.statusCode} ${STATUS_CODES[appError.statusCode]}\r\n` +
-          `Connection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+          `Connection: close\r\nContent-Type: application/json; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
       );
     }
     socket.destroy(err);

@@ -155,13 +155,17 @@ async function resolveSession(environment: Environment, token: string, live: boo
   return session;
 }
 
-async function authenticate(request: FastifyRequest, allowedOrigins: ReadonlySet<string>): Promise<void> {
+/** What a request with an accepted credential is answered with, refusals included: no cache keeps it. */
+const authenticated = (reply: FastifyReply) => void reply.header('cache-control', 'no-store');
+
+async function authenticate(request: FastifyRequest, reply: FastifyReply, allowedOrigins: ReadonlySet<string>): Promise<void> {
   const { auth, permission, admin } = request.routeOptions.config;
   if (auth === undefined || auth === 'none') return;
   const header = request.headers.authorization;
   if (header !== undefined) {
     // The current key or, during a rotation, the previous one: the same principal either way.
     if (!request.environment.apiKeys.matches(header)) throw errors.unauthorized('Invalid API key');
+    authenticated(reply);
     if (auth === 'session') throw errors.sessionRequired();
     // The key holds every permission on the routes that accept it (DESIGN.md): config.permission
     // constrains sessions only.
@@ -175,6 +179,7 @@ async function authenticate(request: FastifyRequest, allowedOrigins: ReadonlySet
   if (auth === 'key') throw errors.keyRequired();
   const session = await resolveSession(request.environment, token, admin !== undefined);
   if (session === undefined) throw errors.unauthorized('Session expired or not valid here: sign in again');
+  authenticated(reply);
   const { agent, allowlisted } = session;
   // A cookie rides along on cross-site requests; a state change from a foreign page is refused.
   const origin = request.headers.origin;
@@ -213,7 +218,7 @@ export const requestContextPlugin = fp(
       const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
       if (type === FORM && !request.routeOptions.config.acceptsForm) throw errors.unsupportedMediaType(FORM);
       await resolveEnvironment(environments, request);
-      await authenticate(request, allowedOrigins);
+      await authenticate(request, reply, allowedOrigins);
     });
 
     // The report gate of a route that declares one, before the body is validated.
