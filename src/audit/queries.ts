@@ -58,7 +58,8 @@ export function indexProbe(term: string): string {
  * An event is a supervisor event while any report it is about is flagged now: decided at read time,
  * never by the flag the row was written with (its is_supervisor column is history, not a rule).
  */
-const EVENT_REPORT_IDS = eventReportIds();
+// Qualified: inside the predicate's subqueries a bare report_id would be the report's own.
+const EVENT_REPORT_IDS = eventReportIds('events');
 const eventFlagged = `(${EVENT_REPORT_IDS.map(reportFlaggedSql).join(' or ')})`;
 
 function whereClause(filter: AuditFilter): { sql: string; values: unknown[] } {
@@ -81,7 +82,8 @@ function whereClause(filter: AuditFilter): { sql: string; values: unknown[] } {
   if (filter.reportId !== undefined) conditions.push(`report_id = ${param(filter.reportId)}::text`);
   const visible = visibleToSql(filter.principal, EVENT_REPORT_IDS);
   if (visible !== 'true') conditions.push(visible);
-  if (filter.supervisor === 'exclude') conditions.push(`not ${eventFlagged}`);
+  // Excluding is what everyone below supervisor rank gets: the same anti-joins.
+  if (filter.supervisor === 'exclude') conditions.push(visibleToSql(null, EVENT_REPORT_IDS));
   if (filter.supervisor === 'only') conditions.push(eventFlagged);
   return { sql: conditions.length > 0 ? `where ${conditions.join(' and ')}` : '', values };
 }

@@ -18,7 +18,7 @@ export async function countPunishments(db: Queryable, filter: Omit<PunishmentFil
 /** The stored profile, unless it is a party's of a report the caller may not see (report-access.ts). */
 export async function findStoredProfile(db: Queryable, principal: Principal | null, chatId: string): Promise<StoredProfile | undefined> {
   const { rows } = await db.query<StoredProfile>(
-    `select chat_id, username, global_name, avatar, updated_at from chat_profiles where chat_id = $1::text and ${profileVisibleToSql(principal, 'chat_id')}`,
+    `select chat_id, username, global_name, avatar, updated_at from chat_profiles where chat_id = $1::text and ${profileVisibleToSql(principal, 'chat_profiles.chat_id')}`,
     [chatId],
   );
   return rows[0];

@@ -72,9 +72,9 @@ describe('the supervisor rule (report-access.ts)', () => {
 
   it('is the SQL predicate too: true for those who see everything, the current flag for others', () => {
     expect(visibleToSql({ kind: 'key' }, ['e.report_id'])).toBe('true');
-    expect(visibleToSql({ kind: 'session', agent: agent('1', 'Senior Agent', 5), allowlisted: true, token: 't' }, ['e.report_id', 'x'])).toBe(
-      'not (report_flagged(e.report_id) or report_flagged(x))',
-    );
+    const sql = visibleToSql({ kind: 'session', agent: agent('1', 'Senior Agent', 5), allowlisted: true, token: 't' }, ['e.report_id', 'x']);
+    expect(sql).toContain('not exists (select 1 from reports fr where fr.report_id = e.report_id and fr.is_supervisor)');
+    expect(sql).toContain("not exists (select 1 from deleted_reports fd where fd.report_id = x and (fd.pre_image ->> 'is_supervisor')::boolean)");
   });
 });
 

@@ -6,8 +6,8 @@
 //
 // Seeing. The bot's key and sessions of supervisor rank see every report; everyone else sees a
 // supervisor-flagged report's existence at most (the list placeholder), never what it carries.
-// In SQL the flag is report_flagged(report_id) (migration 0023): the live row's flag, or the
-// pre-image's of a deleted report, so rows that outlive their report stay as hidden as it was.
+// In SQL the flag is reportFlaggedSql: the live row's flag, or the pre-image's of a deleted report,
+// so rows that outlive their report stay as hidden as it was.
 //
 // Reading a report (read) asks only the supervisor rule. Changing it (sessions; the bot is not
 // gated by assignment):
@@ -45,8 +45,50 @@ export function seesFlaggedReports(principal: Principal | null | undefined): boo
   return principal?.kind === 'session' && isSupervisorRank(principal.agent.agent_rank);
 }
 
-/** SQL: the report named by the text expression is flagged now (migration 0023). */
-export const reportFlaggedSql = (reportIdExpression: string) => `report_flagged(${reportIdExpression})`;
+/** A flagged report of that id (text expression): its live row, or a deleted report's pre-image. */
+const flaggedLive = (reportId: string) => `select 1 from reports fr where fr.report_id = ${reportId} and fr.is_supervisor`;
+const flaggedDeleted = (reportId: string) =>
+  `select 1 from deleted_reports fd where fd.report_id = ${reportId} and (fd.pre_image ->> 'is_supervisor')::boolean`;
+
+/**
+ * SQL: the report named by the text expression is flagged now: its live row is, or a report of that
+ * id was deleted while flagged, so rows that outlive a report stay as hidden as it was, even under
+ * a reused id. Each probe is one index lookup (reports_flagged_idx, deleted_reports_report_idx).
+ */
+export const reportFlaggedSql = (reportId: string) => `(exists (${flaggedLive(reportId)}) or exists (${flaggedDeleted(reportId)}))`;
+
+/**
+ * SQL that holds for the rows the principal may see, given the expressions naming the reports
+ * each row derives from (a null names none); `true` for those who see every report. Written as a
+ * conjunction of NOT EXISTS so that the planner joins it (anti-joins with index probes) instead of
+ * running a subplan per row, whose estimates would make every search look costly.
+ */
+export function visibleToSql(principal: Principal | null | undefined, reportIdExpressions: readonly string[]): string {
+  if (seesFlaggedReports(principal)) return 'true';
+  return reportIdExpressions.flatMap((id) => [`not exists (${flaggedLive(id)})`, `not exists (${flaggedDeleted(id)})`]).join(' and ');
+}
+
+/**
+ * The reports a canonical event (table events, by its alias or name) is about: its report id, and the
+ * report a punishment's before names when it moved to another one (its after names the event's).
+ */
+export function eventReportIds(alias: string): string[] {
+  const column = (name: string) => `${alias}.${name}`;
+  return [column('report_id'), `nullif(${column('before')} ->> 'report_id', ${column('report_id')})`];
+}
+
+/**
+ * SQL that holds for chat ids whose stored profile the principal may see: not those of a party
+ * (reporter or reported) of a report flagged now or deleted while flagged.
+ */
+export function profileVisibleToSql(principal: Principal | null | undefined, chatId: string): string {
+  if (seesFlaggedReports(principal)) return 'true';
+  return [
+    `not exists (select 1 from reports pr where pr.is_supervisor and pr.reporter = ${chatId})`,
+    `not exists (select 1 from reports pr where pr.is_supervisor and pr.reported = ${chatId})`,
+    `not exists (select 1 from deleted_reports pd where (pd.pre_image ->> 'is_supervisor')::boolean and ${chatId} in (pd.pre_image ->> 'reporter', pd.pre_image ->> 'reported'))`,
+  ].join(' and ');
+}
 
 /** The report's current flag and assignee, read when the question is asked; undefined when it does not exist. */
 export async function findReportAccessFacts(db: Queryable, reportId: string): Promise<ReportAccessFacts | undefined> {
@@ -59,29 +101,6 @@ export async function reportFlagged(db: Queryable, reportId: string | null): Pro
   if (reportId === null) return false;
   const { rows } = await db.query<{ flagged: boolean }>(`select ${reportFlaggedSql('$1::text')} as flagged`, [reportId], { name: 'report_flagged' });
   return rows[0]!.flagged;
-}
-
-/**
- * SQL that holds for the rows the principal may see, given the expressions naming the reports
- * each row derives from (a null names none). `true` for those who see every report.
- */
-export function visibleToSql(principal: Principal | null | undefined, reportIdExpressions: readonly string[]): string {
-  if (seesFlaggedReports(principal)) return 'true';
-  return `not (${reportIdExpressions.map(reportFlaggedSql).join(' or ')})`;
-}
-
-/**
- * The reports a canonical event (table events, alias optional) is about: its report id, and the
- * report ids its before and after name (a punishment moved from one report to another names both).
- */
-export function eventReportIds(alias?: string): string[] {
-  const column = (name: string) => (alias ? `${alias}.${name}` : name);
-  return [column('report_id'), `${column('before')} ->> 'report_id'`, `${column('after')} ->> 'report_id'`];
-}
-
-/** SQL that holds for chat ids whose stored profile the principal may see. */
-export function profileVisibleToSql(principal: Principal | null | undefined, chatIdExpression: string): string {
-  return seesFlaggedReports(principal) ? 'true' : `not party_of_flagged_report(${chatIdExpression})`;
 }
 
 export function maySeeReport(principal: Principal | null | undefined, report: Pick<ReportAccessFacts, 'is_supervisor'>): boolean {
