@@ -45,7 +45,8 @@ export async function seedDeliveries(db: Queryable, count: number): Promise<numb
  * A working queue over the generated reports (`BENCH-…`, bench/lib/generate-data.ts, 1 to `reports`):
  * `open` actions waiting (a fifth of them claimed: processing) and `done` finished ones (success,
  * some failed or cancelled) as history, each on the queue its report's flag puts it on (a tenth of
- * the reports are flagged). The claims go stale with time, but only a pickup sweeps, and nothing
+ * the reports are flagged; the claimed ones all land on unflagged reports, since both choices
+ * follow g modulo 5: the supervisor queue holds pending items only). The claims go stale with time, but only a pickup sweeps, and nothing
  * that reads these rows picks up.
  */
 export async function seedQueueBacklog(db: Queryable, reports: number, counts: { open: number; done: number }): Promise<void> {

@@ -179,7 +179,8 @@ async function compareKind(ctx: Context, sides: Record<SideName, Side>, principa
   const second: SideName = first === 'baseline' ? 'current' : 'baseline';
   if (ctx.options.warmup > 0) for (const name of [first, second]) await slice(ctx, sides[name], principal, kind, ctx.options.warmup, 0);
   const kept: Record<SideName, Slice[]> = { baseline: [], current: [] };
-  for (let i = 0, redone = 0; kept.baseline.length < ROUNDS; i++) {
+  let redone = 0;
+  for (let i = 0; kept.baseline.length < ROUNDS; i++) {
     const got = {} as Record<SideName, Slice>;
     for (const name of i % 2 === 0 ? [first, second] : [second, first]) {
       got[name] = await slice(ctx, sides[name], principal, kind, ctx.options.duration, ctx.options.quietWait);
@@ -198,10 +199,12 @@ async function compareKind(ctx: Context, sides: Record<SideName, Side>, principa
   into.slices.current.push(...kept.current);
   into.pairRatios.push(rate(kept.current) / rate(kept.baseline));
   const f = (name: SideName) => `${rate(kept[name]).toFixed(0)} req/s p50=${quantile(kept[name], 0.5).toFixed(1)} p99=${quantile(kept[name], 0.99).toFixed(1)} ms`;
-  const bad = failures([...kept.baseline, ...kept.current]);
+  const both = [...kept.baseline, ...kept.current];
+  const bad = failures(both);
   ctx.log(
     `    ${principal}, ${kind}: baseline ${f('baseline')}; current ${f('current')}; ratio ${(rate(kept.current) / rate(kept.baseline)).toFixed(2)}` +
-      ` (rounds ${into.roundRatios.slice(-ROUNDS).map((r) => r.toFixed(2)).join(', ')})${bad > 0 ? `; ${bad} ERRORS or non-2xx` : ''}`,
+      ` (rounds ${into.roundRatios.slice(-ROUNDS).map((r) => r.toFixed(2)).join(', ')}; other processes ${(sum(both, (x) => x.otherCores) / both.length).toFixed(2)} cores` +
+      `${redone > 0 ? `, ${redone} round(s) redone` : ''})${bad > 0 ? `; ${bad} ERRORS or non-2xx` : ''}`,
   );
   if (bad > 0) {
     const path = PATHS[kind]();
