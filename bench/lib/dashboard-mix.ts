@@ -21,8 +21,8 @@ const SORTS: readonly ReportSort[] = ['newest', 'oldest', 'updated'];
 /** "footage batch <n>" (each event's note; n up to the row count: one event matches, 11 for one n in 10) this often, an agent's name this often, else an event type. */
 const PHRASE_BATCH_SHARE = 0.6;
 const PHRASE_AGENT_SHARE = 0.25;
-const AGENTS = ['Morgan Hale', 'Riley Castellano', 'Jordan Pike', 'Avery Lindqvist', 'Casey Moreau', 'Drew Nakamura', 'Elliot Varga', 'Kai Brennan'];
-const EVENT_TYPES = ['report.status_changed', 'report.assigned', 'report.note_added', 'contact.message_added', 'report.updated'];
+export const AGENTS = ['Morgan Hale', 'Riley Castellano', 'Jordan Pike', 'Avery Lindqvist', 'Casey Moreau', 'Drew Nakamura', 'Elliot Varga', 'Kai Brennan'];
+export const EVENT_TYPES = ['report.status_changed', 'report.assigned', 'report.note_added', 'contact.message_added', 'report.updated'];
 
 export const random = (lo: number, hi: number) => lo + Math.floor(Math.random() * (hi - lo + 1));
 export const pick = <T>(xs: readonly T[]): T => xs[random(0, xs.length - 1)]!;

@@ -10,15 +10,20 @@
 // service's sealer would (a service started on an unsealed backlog would seal it during the
 // measurement). A table `bench_dataset` marks the rows loaded, then sealed; a run that stopped
 // while sealing is resumed there, anything else is dropped and loaded again.
-import { sealAvailable } from '../../src/platform/audit-chain/seal.js';
-import { migrate } from '../../src/platform/db/migrate.js';
-import { openPostgres } from '../../src/platform/db/postgres.js';
+//
+// A scenario that compares two builds (visibility-cost) keeps a pair per build, named with a
+// suffix (`cms_bench_1m_vis_current`, `cms_bench_1m_vis_a0e34f2`), each migrated and sealed by its
+// own build, so that neither build's newer schema drops the other's databases; it may add rows of
+// its own to the load (`extend`).
 import type { Db } from '../../src/platform/db/types.js';
+import { thisBuild, type Build } from './builds.js';
 import { generateReportsAndEvents } from './generate-data.js';
 import { admin, withDatabase, type BenchDatabases } from './pg.js';
 
 /** Tables whose secondary indexes are built after the load instead of during it. */
 const BULK_TABLES = ['reports', 'events'];
+/** Vacuumed and analysed after the load (report_actions: what `extend` may have written). */
+const LOADED_TABLES = ['reports', 'report_counts', 'events', 'report_actions'];
 const SEAL_BATCH = 10_000;
 
 /** `1m`, `10m`, `250k`: the size in the databases' names. */
@@ -38,8 +43,8 @@ type DatasetState = 'absent' | 'unsealed' | 'complete';
  * schema this build would migrate), the rows without their seals (unsealed: the run stopped while
  * sealing), or everything.
  */
-async function datasetState(url: string, rows: number): Promise<DatasetState> {
-  const db = openPostgres({ connectionString: url, max: 1 });
+async function datasetState(build: Build, url: string, rows: number): Promise<DatasetState> {
+  const db = build.openPostgres({ connectionString: url, max: 1 });
   try {
     const { rows: found } = await db.query<{ rows: number; schema: string; sealed: boolean }>(
       'select rows::int8 as rows, schema, sealed from bench_dataset',
@@ -47,7 +52,7 @@ async function datasetState(url: string, rows: number): Promise<DatasetState> {
     const marker = found[0];
     if (marker?.rows !== rows || marker.schema !== (await latestMigration(db))) return 'absent';
     const before = marker.schema;
-    await migrate(db); // a no-op when the build has no newer migration
+    await build.migrate(db); // a no-op when the build has no newer migration
     if ((await latestMigration(db)) !== before) return 'absent';
     return marker.sealed ? 'complete' : 'unsealed';
   } catch {
@@ -63,22 +68,33 @@ export interface KeptDatabases extends BenchDatabases {
   loaded: boolean;
 }
 
+export interface KeptOptions {
+  /** Appended to the names (`cms_bench_1m_<suffix>`): lower-case letters, digits and `_`. */
+  suffix?: string;
+  /** The build that migrates and seals them (default this checkout's). */
+  build?: Build;
+  /** More rows, written after the reports and events, before the indexes are built. */
+  extend?: (db: Db, rows: number) => Promise<void>;
+}
+
 /**
  * The production and demo databases holding `rows` reports and `rows` events next to `serverUrl`,
  * loaded if they are not already there.
  */
-export async function keptDatabases(serverUrl: string, rows: number, log: (line: string) => void): Promise<KeptDatabases> {
-  const name = `cms_bench_${sizeLabel(rows)}`;
+export async function keptDatabases(serverUrl: string, rows: number, log: (line: string) => void, options: KeptOptions = {}): Promise<KeptDatabases> {
+  const build = options.build ?? thisBuild();
+  if (options.suffix !== undefined && !/^[a-z0-9_]{1,30}$/.test(options.suffix)) throw new Error(`kept database suffix "${options.suffix}": lower-case letters, digits and _ only`);
+  const name = `cms_bench_${sizeLabel(rows)}${options.suffix === undefined ? '' : `_${options.suffix}`}`;
   const urls = { productionUrl: withDatabase(serverUrl, name), demoUrl: withDatabase(serverUrl, `${name}_demo`) };
   const exists = await admin(serverUrl, async (c) => (await c.query('select 1 from pg_database where datname = $1', [name])).rowCount === 1);
-  const state = exists ? await datasetState(urls.productionUrl, rows) : 'absent';
+  const state = exists ? await datasetState(build, urls.productionUrl, rows) : 'absent';
   if (state === 'complete') {
     log(`    reusing ${name} (${rows.toLocaleString('en')} reports and events, loaded by an earlier run)`);
     return { ...urls, rows, loaded: false };
   }
   if (state === 'unsealed') {
     log(`    reusing ${name}, whose load stopped before its events were all sealed: sealing them`);
-    await sealAndMark(urls.productionUrl, log);
+    await sealAndMark(build, urls.productionUrl, log);
     return { ...urls, rows, loaded: false };
   }
   await admin(serverUrl, async (c) => {
@@ -87,17 +103,18 @@ export async function keptDatabases(serverUrl: string, rows: number, log: (line:
       await c.query(`create database "${db}"`);
     }
   });
-  await load(urls.productionUrl, rows, log);
-  await sealAndMark(urls.productionUrl, log);
+  log(`    loading ${name} (${rows.toLocaleString('en')} reports and events, migrated by the ${build.label} build)`);
+  await load(build, urls.productionUrl, rows, log, options.extend);
+  await sealAndMark(build, urls.productionUrl, log);
   return { ...urls, rows, loaded: true };
 }
 
-async function load(url: string, rows: number, log: (line: string) => void): Promise<void> {
+async function load(build: Build, url: string, rows: number, log: (line: string) => void, extend: KeptOptions['extend']): Promise<void> {
   const started = Date.now();
   const elapsed = () => `${((Date.now() - started) / 1000).toFixed(0)} s`;
-  const db = openPostgres({ connectionString: url, max: 2 });
+  const db = build.openPostgres({ connectionString: url, max: 2 });
   try {
-    await migrate(db);
+    await build.migrate(db);
     // Secondary indexes only: primary keys and unique constraints stay (the load must honour them).
     const { rows: indexes } = await db.query<{ name: string; definition: string }>(
       `select i.indexrelid::regclass::text as name, pg_get_indexdef(i.indexrelid) as definition
@@ -108,10 +125,11 @@ async function load(url: string, rows: number, log: (line: string) => void): Pro
     );
     for (const { name } of indexes) await db.exec(`drop index ${name}`);
     await generateReportsAndEvents(db, { reports: rows, events: rows }, { analyse: false });
+    if (extend) await extend(db, rows);
     log(`    generated ${rows.toLocaleString('en')} reports and events without their ${indexes.length} secondary indexes in ${elapsed()}`);
     await db.exec(`set maintenance_work_mem = '1GB'; set max_parallel_maintenance_workers = 2`);
     for (const { definition } of indexes) await db.exec(definition);
-    for (const table of ['reports', 'report_counts', 'events']) await db.exec(`vacuum analyze ${table}`);
+    for (const table of LOADED_TABLES) await db.exec(`vacuum analyze ${table}`);
     log(`    built the indexes and vacuumed by ${elapsed()}`);
     const schema = await latestMigration(db);
     await db.exec('create table bench_dataset (rows int8 not null, schema text not null, sealed boolean not null, loaded_at timestamptz not null default now())');
@@ -122,13 +140,13 @@ async function load(url: string, rows: number, log: (line: string) => void): Pro
 }
 
 /** Seals every event into the audit chain, as the service's sealer would, then marks the load complete. */
-async function sealAndMark(url: string, log: (line: string) => void): Promise<void> {
+async function sealAndMark(build: Build, url: string, log: (line: string) => void): Promise<void> {
   const started = Date.now();
-  const db = openPostgres({ connectionString: url, max: 2 });
+  const db = build.openPostgres({ connectionString: url, max: 2 });
   try {
     let sealed = 0;
     for (;;) {
-      const result = await sealAvailable(db, SEAL_BATCH);
+      const result = await build.sealAvailable(db, SEAL_BATCH);
       sealed += result.sealed;
       if (result.sealed === 0) break;
     }

@@ -40,3 +40,37 @@ export async function seedDeliveries(db: Queryable, count: number): Promise<numb
   );
   return rows.map((r) => r.item_id);
 }
+
+/**
+ * A working queue over the generated reports (`BENCH-…`, bench/lib/generate-data.ts, 1 to `reports`):
+ * `open` actions waiting (a fifth of them claimed: processing) and `done` finished ones (success,
+ * some failed or cancelled) as history, each on the queue its report's flag puts it on (a tenth of
+ * the reports are flagged; the claimed ones all land on unflagged reports, since both choices
+ * follow g modulo 5: the supervisor queue holds pending items only). The claims go stale with time, but only a pickup sweeps, and nothing
+ * that reads these rows picks up.
+ */
+export async function seedQueueBacklog(db: Queryable, reports: number, counts: { open: number; done: number }): Promise<void> {
+  await db.query(
+    `insert into report_actions (report_id, kind, queue, status, payload, attempts, requested_by, claimed_at, completed_at, result_note, created_at, updated_at)
+     select 'BENCH-' || lpad(a.r::text, 8, '0'),
+            (array['claim', 'investigate', 'validate', 'invalidate', 'contact_reporter'])[1 + a.g % 5],
+            case when a.r % 10 = 0 then 'supervisor' else 'operator' end,
+            a.status,
+            jsonb_build_object('reason', 'backlog ' || a.g),
+            case when a.status = 'pending' then 0 else 1 end,
+            (200000000000000000 + a.g % 50)::text,
+            case when a.status = 'pending' then null else a.at + interval '1 minute' end,
+            case when a.status in ('pending', 'processing') then null else a.at + interval '2 minutes' end,
+            case when a.status in ('pending', 'processing') then null else 'done by the bench' end,
+            a.at, a.at
+       from (select g, 1 + (g * 7919) % $1::bigint as r,
+                    case when g > $3::int then (array['success', 'success', 'success', 'success', 'success', 'success', 'success', 'failed', 'cancelled'])[1 + g % 9]
+                         when g % 5 = 0 then 'processing' else 'pending' end as status,
+                    -- The open ones are the newest; the claims were made a minute after their creation.
+                    case when g > $3::int then now() - make_interval(secs => 3600 + (g - $3::int) * 60)
+                         when g % 5 = 0 then now() - interval '2 minutes'
+                         else now() - make_interval(secs => g * 30) end as at
+               from generate_series(1, $2::int) g) a`,
+    [reports, counts.open + counts.done, counts.open],
+  );
+}

@@ -28,6 +28,9 @@ export interface ServiceStart {
   logLevel?: string;
   /** More variables, e.g. the fake chat platform's OAuth endpoints. */
   extraEnv?: Record<string, string>;
+  /** Another build's dist/src/server.js (default SERVICE_SCRIPT), and the label in its errors. */
+  script?: string;
+  label?: string;
 }
 
 /** Spawns the service without waiting; pair with waitReady(child, READY_TEXT). */
@@ -42,7 +45,7 @@ export function spawnService(opts: ServiceStart): Promise<Child> {
     DEMO_DATABASE_URL: opts.demoUrl,
     ...opts.extraEnv,
   };
-  return spawnNode('service', SERVICE_SCRIPT, env);
+  return spawnNode(opts.label ?? 'service', opts.script ?? SERVICE_SCRIPT, env);
 }
 
 export async function startService(opts: ServiceStart): Promise<{ child: Child; readyMs: number }> {

@@ -1,5 +1,6 @@
 // Signs a new agent in through the service's public API: the bot creates and activates the agent,
 // then the browser side walks /auth/chat/login and /auth/chat/callback against the fake platform.
+import { admin } from './pg.js';
 import { API_KEY } from './service.js';
 
 export interface SignInOptions {
@@ -40,4 +41,20 @@ export async function browserSignIn(serviceUrl: string, chatId: string): Promise
   const session = cookieOf(callback, 'cms_session');
   if (!session) throw new Error(`sign-in failed: ${callback.status} ${callback.headers.get('location')}`);
   return session;
+}
+
+/**
+ * An active agent of `rank` and `clearance` written straight into the service's database (kept
+ * databases keep their agents between runs, where the bot's create would refuse the second time),
+ * then signed in. Returns the `cms_session=…` cookie.
+ */
+export async function signInAs(serviceUrl: string, databaseUrl: string, options: Required<SignInOptions> & { name: string }): Promise<string> {
+  await admin(databaseUrl, (c) =>
+    c.query(
+      `insert into agents (chat_id, name, status, agent_rank, clearance_level) values ($1::text, $2::text, 'active', $3::text, $4::smallint)
+       on conflict (chat_id) do update set name = excluded.name, status = 'active', agent_rank = excluded.agent_rank, clearance_level = excluded.clearance_level`,
+      [options.chatId, options.name, options.rank, options.clearance],
+    ),
+  );
+  return browserSignIn(serviceUrl, options.chatId);
 }

@@ -15,6 +15,7 @@ import { realtimeFanout, realtimeFanoutTenfold } from './realtime-fanout.js';
 import { root } from './root.js';
 import { soakScenario } from './soak.js';
 import { trainingClassroom } from './training-classroom.js';
+import { visibilityCost } from './visibility-cost.js';
 
 /** Run order; a new scenario is one file in this folder plus one entry here. */
-export const scenarios: Scenario[] = [root, generateCase, authMe, metricsOverhead, embeddedStartup, reportCreate, reportsAtScale, queuePoll, queueDrain, adminHealth, gameLookup, trainingClassroom, realtimeFanout, realtimeFanoutTenfold, auditSealing, dataGrowth, soakScenario];
+export const scenarios: Scenario[] = [root, generateCase, authMe, metricsOverhead, embeddedStartup, reportCreate, reportsAtScale, queuePoll, queueDrain, adminHealth, gameLookup, trainingClassroom, realtimeFanout, realtimeFanoutTenfold, auditSealing, dataGrowth, visibilityCost, soakScenario];
