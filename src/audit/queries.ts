@@ -62,6 +62,9 @@ export function indexProbe(term: string): string {
 const EVENT_REPORT_IDS = eventReportIds('events');
 const eventFlagged = `(${EVENT_REPORT_IDS.map(reportFlaggedSql).join(' or ')})`;
 
+/** Those below supervisor rank are shown no event of a flagged report: theirs are all false, unprobed. */
+const shownFlag = (principal: Principal | null) => (visibleToSql(principal, EVENT_REPORT_IDS) === 'true' ? eventFlagged : 'false');
+
 function whereClause(filter: AuditFilter): { sql: string; values: unknown[] } {
   const conditions: string[] = [];
   const values: unknown[] = [];
@@ -123,11 +126,15 @@ export interface EventSearchResult {
 export async function searchEvents(db: Queryable, filter: AuditFilter): Promise<EventSearchResult> {
   const where = whereClause(filter);
   const n = where.values.length;
+  // The flag is computed over the page only (the outer select), so its probes are one per shown
+  // event, never part of what the planner costs the search at.
   const page = await db.query<EventRecord>(
-    `select id, type, actor_kind, actor_chat_id, actor_name, report_id, before, after, data, correlation_id, ${eventFlagged} as is_supervisor, created_at
-     from events ${where.sql}
-     order by ${ORDER[filter.sort]}
-     limit $${n + 1}::int offset $${n + 2}::int`,
+    `select id, type, actor_kind, actor_chat_id, actor_name, report_id, before, after, data, correlation_id, ${shownFlag(filter.principal)} as is_supervisor, created_at
+     from (select id, type, actor_kind, actor_chat_id, actor_name, report_id, before, after, data, correlation_id, created_at
+           from events ${where.sql}
+           order by ${ORDER[filter.sort]}
+           limit $${n + 1}::int offset $${n + 2}::int) events
+     order by ${ORDER[filter.sort]}`,
     [...where.values, filter.limit, filter.offset],
   );
   const ended = page.rows.length < filter.limit && (page.rows.length > 0 || filter.offset === 0);

@@ -63,6 +63,9 @@ export function openPostgres(options: PostgresOptions): Db {
     connectionString: options.connectionString,
     max,
     application_name: options.applicationName ?? 'case-management-service',
+    // Short indexed statements only: JIT compilation (hundreds of milliseconds) would be set off by
+    // the cost estimates of per-row index probes (the visibility model's), not by real work.
+    options: '-c jit=off',
     ...(options.connectionTimeoutMillis ? { connectionTimeoutMillis: options.connectionTimeoutMillis } : {}),
     types,
   });
