@@ -68,6 +68,10 @@ async function state(db: Db, chatId: string) {
   return { agent, allowlist, audit };
 }
 
+// Each run is a process that opens both environments cold (seconds each on PGlite, and many more
+// on a loaded machine); these tests make several runs in a row.
+const COLD_STARTS_MS = 120_000;
+
 describe(`npm run cli -- bootstrap / seed-demo on ${storeName}`, () => {
   it('bootstrap creates an active Director, clearance 5, on the active allowlist; a second run changes nothing', async () => {
     const first = await cli(['bootstrap', '--env', 'production', '--chat-id', ROOT_ID, '--name', 'Ada Root']);
@@ -89,7 +93,7 @@ describe(`npm run cli -- bootstrap / seed-demo on ${storeName}`, () => {
     expect(audit[0]!.after).toMatchObject({ chat_id: ROOT_ID, agent_rank: 'Director', clearance_level: 5, status: 'active' });
     expect(audit[0]!.correlation_id).toMatch(UUID);
     expect(audit[0]!.reason).toMatch(/created the agent.*granted active admin allowlist access/);
-  });
+  }, COLD_STARTS_MS);
 
   it('seed-demo seeds the demo database; bootstrap promotes an onboarding agent; seed-demo again resets it', async () => {
     const seeded = await cli(['seed-demo']);
@@ -120,7 +124,7 @@ describe(`npm run cli -- bootstrap / seed-demo on ${storeName}`, () => {
     }));
     // The bootstrap's row went with the reset; what remains is the seeded admin history.
     expect(reset).toMatchObject({ agent: { status: 'onboarding', agent_rank: 'Agent', clearance_level: 1 }, allowlist: undefined, bootstrap_rows: 0, audit_rows: DEMO_ADMIN_HISTORY.length });
-  });
+  }, COLD_STARTS_MS);
 
   it.each([
     [['bootstrap', '--chat-id', '1', '--name', 'A'], '--env is required: one of production, demo'],
