@@ -74,6 +74,15 @@ describe('GET /auth/chat/login', () => {
     },
   );
 
+  it('refuses a return_to longer than 2,048 characters once URL-encoded (the cookie carrying it would pass 4 KB)', async () => {
+    const before = await rowCounts(t.db.production);
+    const res = await t.app.inject({ url: `/auth/chat/login?return_to=${encodeURIComponent(`${DASHBOARD_ORIGIN}/${'€'.repeat(300)}`)}` });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({ success: false, error: 'querystring.return_to must be at most 2048 characters once URL-encoded', code: 'VALIDATION_ERROR' });
+    expect(res.cookies).toEqual([]);
+    expect(await rowCounts(t.db.production)).toEqual(before);
+  });
+
   it('answers 503 on both routes when no OAuth application is configured', async () => {
     for (const url of ['/auth/chat/login', '/auth/chat/callback?code=x&state=y']) {
       const res = await bare.app.inject({ url });

@@ -22,6 +22,7 @@ export { demoAgentFor } from './chat-client.js';
 
 export const STATE_COOKIE = 'cms_oauth_state';
 const STATE_COOKIE_PATH = '/auth/chat';
+const MAX_RETURN_TO = 2048;
 
 export type SignInFailureCode =
   | ChatFailureCode
@@ -63,6 +64,8 @@ export const oauthRoutes: FastifyPluginAsyncTypebox<OAuthRoutesOptions> = async 
       const oauth = config.chatOAuth;
       if (oauth === undefined) throw errors.notConfigured('Chat sign-in');
       const returnTo = request.query.return_to === undefined ? null : allowedReturnTo(request.query.return_to, returnOrigins);
+      // It rides in the state cookie, and browsers drop a cookie over 4 KB: 2,048 characters as sent on.
+      if (returnTo !== null && returnTo.length > MAX_RETURN_TO) throw errors.validation(`querystring.return_to must be at most ${MAX_RETURN_TO} characters once URL-encoded`);
       const { name, db } = request.environment;
       // The environment prefix lets the callback refuse a state minted by the other environment.
       const state = `${name}.${randomBytes(32).toString('base64url')}`;
