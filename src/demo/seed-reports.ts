@@ -81,11 +81,11 @@ const THREADS: readonly { report: string; closedBy: string | null; messages: [st
 ];
 
 export async function seedReports(tx: Tx): Promise<SeedCounts> {
-  // Seeding again restores the seeded reports: drop them (their notes, evidence, threads and
-  // queue rows cascade; the timeline has no foreign key) and write them afresh.
+  // Seeding again restores the seeded reports: drop them with their timelines (their notes,
+  // evidence, threads and queue rows cascade; a timeline outlives its report) and write them afresh.
   const ids = REPORTS.map((r) => r.id);
-  await tx.query('delete from reports where report_id = any($1::text[])', [ids]);
   await tx.query('delete from report_timeline where report_id = any($1::text[])', [ids]);
+  await tx.query('delete from reports where report_id = any($1::text[])', [ids]);
   const reports = await tx.query(
     `insert into reports (report_id, reporter, reporter_name, reported, reported_name, reason, notes, evidence, status,
                           assigned_agent, is_supervisor, investigation_started_at, created_at, updated_at)
@@ -113,10 +113,11 @@ export async function seedReports(tx: Tx): Promise<SeedCounts> {
     [JSON.stringify(EVIDENCE.map(([report_id, submitted_by, description, url, days_ago]) => ({ report_id, submitted_by, description, url, days_ago })))],
   );
   const timeline = await tx.query(
-    `insert into report_timeline (report_id, event, actor_kind, actor_chat_id, actor_name, created_at)
-     select x.report_id, x.event, case when x.actor is null then 'bot' else 'agent' end, x.actor,
+    `insert into report_timeline (report_id, report_life, event, actor_kind, actor_chat_id, actor_name, created_at)
+     select x.report_id, r.creation_order, x.event, case when x.actor is null then 'bot' else 'agent' end, x.actor,
             coalesce(a.name, 'Automation bot'), now() - make_interval(days => x.days_ago)
      from jsonb_to_recordset($1::jsonb) as x(report_id text, actor text, event text, days_ago int)
+     join reports r on r.report_id = x.report_id
      left join agents a on a.chat_id = x.actor
      order by x.days_ago desc`,
     [JSON.stringify(TIMELINE.map(([report_id, actor, event, days_ago]) => ({ report_id, actor, event, days_ago })))],

@@ -1,7 +1,7 @@
 // The discipline delivery queue (spec: States and transitions, Discipline delivery item). Items are
 // enqueued in the transaction of the change that asks for them; the bot claims them with
 // `for update skip locked`, after the shared stale sweep (queue/sweep.ts).
-import { maySeeReport, reportFlaggedSql } from '../platform/auth/report-access.js';
+import { maySeeReport, punishmentFlaggedSql } from '../platform/auth/report-access.js';
 import type { Queryable, Tx } from '../platform/db/types.js';
 import type { Principal } from '../platform/http/request-context.js';
 import { punishmentJson, restrictedPunishment, type PunishmentRow, type RestrictedPunishment } from '../punishments/queries.js';
@@ -65,7 +65,7 @@ export async function enqueueDelivery(tx: Tx, item: NewDelivery): Promise<Delive
 }
 
 const WITH_PUNISHMENT = `select d.*, case when p.punishment_id is null then null else ${punishmentJson('p')} end as punishment,
-  ${reportFlaggedSql('p.report_id')} as report_flagged`;
+  ${punishmentFlaggedSql('p')} as report_flagged`;
 
 /** Claims the oldest item that is due (a paced retry waits for its available_at), skipping locked rows. */
 export async function claimNextDelivery(db: Queryable): Promise<Delivery | undefined> {

@@ -3,7 +3,7 @@
 // Revoked only by the revoke route. Every change that the chat platform must hear of enqueues a
 // discipline delivery in the same transaction.
 import { randomInt } from 'node:crypto';
-import { maySeeReport, profileVisibleToSql, reportFlaggedSql } from '../platform/auth/report-access.js';
+import { maySeeReport, profileVisibleToSql, punishmentFlaggedSql } from '../platform/auth/report-access.js';
 import type { Queryable, Tx } from '../platform/db/types.js';
 import type { Principal } from '../platform/http/request-context.js';
 
@@ -109,7 +109,7 @@ function shownPunishment(principal: Principal | null, row: PunishmentRead): Puni
 // The cited report's current flag decides what the caller sees of the punishment; the stored
 // profile of a party of a flagged report is withheld from those who may not see that report.
 const punishmentSelect = (principal: Principal | null) => `
-  select ${punishmentColumns('p')}, ${reportFlaggedSql('p.report_id')} as report_flagged,
+  select ${punishmentColumns('p')}, ${punishmentFlaggedSql('p')} as report_flagged,
     (select jsonb_build_object('item_id', d.item_id, 'kind', d.kind, 'status', d.status, 'attempts', d.attempts,
         'result_note', d.result_note, 'last_error', d.last_error, 'ref', d.ref, 'available_at', iso_utc(d.available_at),
         'completed_at', iso_utc(d.completed_at), 'updated_at', iso_utc(d.updated_at))

@@ -5,7 +5,7 @@ import type { FastifyRequest } from 'fastify';
 import { enqueueDelivery, enqueueIssueDeliveries } from '../discipline/queries.js';
 import { recordAudit } from '../platform/audit.js';
 import { sessionAgent } from '../platform/auth/guards.js';
-import { assertMaySeeReport, reportFlagged } from '../platform/auth/report-access.js';
+import { assertMaySeeReport, punishmentFlagged } from '../platform/auth/report-access.js';
 import type { Tx } from '../platform/db/types.js';
 import { AppError, errors } from '../platform/errors.js';
 import { recordEvent } from '../platform/events.js';
@@ -96,7 +96,7 @@ export async function updatePunishment(request: FastifyRequest, id: string, body
   return request.environment.db.transaction(async (tx) => {
     const current = await lockPunishment(tx, id);
     if (!current) throw punishmentNotFound(id);
-    assertMaySeeReport(request, { is_supervisor: await reportFlagged(tx, current.report_id) });
+    assertMaySeeReport(request, { is_supervisor: await punishmentFlagged(tx, id) });
     if (!IN_FORCE.has(current.status)) throw errors.conflict(`Punishment ${id} is ${current.status} and can no longer be changed`, 'PUNISHMENT_CLOSED');
     const wanted: PunishmentChanges = {};
     for (const field of EDITABLE_FIELDS) if (body[field] !== undefined) wanted[field] = body[field];
@@ -131,7 +131,7 @@ export async function revokeExisting(request: FastifyRequest, id: string, reason
   return request.environment.db.transaction(async (tx) => {
     const current = await lockPunishment(tx, id);
     if (!current) throw punishmentNotFound(id);
-    assertMaySeeReport(request, { is_supervisor: await reportFlagged(tx, current.report_id) });
+    assertMaySeeReport(request, { is_supervisor: await punishmentFlagged(tx, id) });
     if (current.status === 'Revoked') throw errors.conflict(`Punishment ${id} is already revoked`, 'ALREADY_REVOKED');
     if (current.status === 'Expired') throw errors.conflict(`Punishment ${id} has already expired`, 'ALREADY_EXPIRED');
     const revoked = await revokePunishment(tx, id, agent.chat_id, reason);

@@ -58,11 +58,24 @@ export interface TimelineRow {
   created_at: string;
 }
 
+const TIMELINE_COLUMNS = 'id, report_id, event, actor_kind, actor_chat_id, actor_name, created_at';
+
 export async function addTimeline(tx: Tx, reportId: string, event: string, actor: Actor): Promise<TimelineRow> {
   const { rows } = await tx.query<TimelineRow>(
-    `insert into report_timeline (report_id, event, actor_kind, actor_chat_id, actor_name)
-     values ($1::text, $2::text, $3::text, $4::text, $5::text) returning *`,
+    `insert into report_timeline (report_id, report_life, event, actor_kind, actor_chat_id, actor_name)
+     values ($1::text, (select creation_order from reports where report_id = $1::text), $2::text, $3::text, $4::text, $5::text)
+     returning ${TIMELINE_COLUMNS}`,
     [reportId, event, ...actorColumns(actor)],
+  );
+  return rows[0]!;
+}
+
+/** A timeline entry of a report deleted in this transaction: it belongs to the deleted report's pre-image. */
+export async function addTimelineOfDeleted(tx: Tx, deleted: { id: string; reportId: string }, event: string, actor: Actor): Promise<TimelineRow> {
+  const { rows } = await tx.query<TimelineRow>(
+    `insert into report_timeline (report_id, deleted_report, event, actor_kind, actor_chat_id, actor_name)
+     values ($1::text, $2::bigint, $3::text, $4::text, $5::text, $6::text) returning ${TIMELINE_COLUMNS}`,
+    [deleted.reportId, deleted.id, event, ...actorColumns(actor)],
   );
   return rows[0]!;
 }
@@ -98,7 +111,7 @@ export async function loadFullReport(db: Queryable, reportId: string): Promise<F
        coalesce((select jsonb_agg(jsonb_build_object('id', t.id, 'report_id', t.report_id, 'event', t.event,
                   'actor_kind', t.actor_kind, 'actor_chat_id', t.actor_chat_id, 'actor_name', t.actor_name,
                   'created_at', iso_utc(t.created_at)) order by t.created_at, t.id)
-                 from report_timeline t where t.report_id = r.report_id), '[]'::jsonb) as timeline,
+                 from report_timeline t where t.report_id = r.report_id and t.report_life = r.creation_order), '[]'::jsonb) as timeline,
        coalesce((select jsonb_agg(jsonb_build_object('chat_id', p.chat_id, 'username', p.username, 'global_name', p.global_name,
                   'avatar', p.avatar, 'profile', p.profile, 'updated_at', iso_utc(p.updated_at)) order by p.chat_id)
                  from chat_profiles p where p.chat_id in (r.reporter, r.reported)), '[]'::jsonb) as chat_profiles
@@ -219,14 +232,18 @@ export async function updateReportFields(tx: Tx, reportId: string, changes: Repo
   return rows[0]!;
 }
 
-/** Writes the forensic pre-image, then removes the report (its working rows cascade). */
+/**
+ * Writes the forensic pre-image, hands it what outlives the report (its timeline, the punishments
+ * citing it: migration 0025), then removes the report (its working rows cascade). A report id used
+ * again later starts with nothing of this one.
+ */
 export async function deleteReportWithPreImage(
   tx: Tx,
   input: { reportId: string; preImage: unknown; reason: string; deletedBy: Actor; correlationId: string },
-): Promise<{ deleted_at: string }> {
-  const { rows } = await tx.query<{ deleted_at: string }>(
+): Promise<{ id: string; deleted_at: string }> {
+  const { rows } = await tx.query<{ id: string; deleted_at: string }>(
     `insert into deleted_reports (report_id, pre_image, reason, deleted_by_kind, deleted_by_chat_id, correlation_id)
-     values ($1::text, $2::jsonb, $3::text, $4::text, $5::text, $6::text) returning deleted_at`,
+     values ($1::text, $2::jsonb, $3::text, $4::text, $5::text, $6::text) returning id, deleted_at`,
     [
       input.reportId,
       JSON.stringify(input.preImage),
@@ -236,8 +253,15 @@ export async function deleteReportWithPreImage(
       input.correlationId,
     ],
   );
+  const deleted = rows[0]!;
+  await tx.query(
+    `update report_timeline t set deleted_report = $2::bigint
+     from reports r where r.report_id = $1::text and t.report_id = r.report_id and t.report_life = r.creation_order`,
+    [input.reportId, deleted.id],
+  );
+  await tx.query('update punishments set deleted_report = $2::bigint where report_id = $1::text', [input.reportId, deleted.id]);
   await tx.query('delete from reports where report_id = $1::text', [input.reportId]);
-  return rows[0]!;
+  return deleted;
 }
 
 export interface ChatProfileRow {

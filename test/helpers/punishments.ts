@@ -72,8 +72,9 @@ export function punishmentTools(current: () => PunishmentsApp) {
 
   async function rowsOf(id: string) {
     const [stored] = await q('select * from punishments where punishment_id = $1', [id]);
-    // creation_order (migration 0019) only orders the list: it is in no answer, audit row or event.
-    const { creation_order: _order, ...punishment } = stored ?? {};
+    // creation_order (migration 0019) only orders the list, and deleted_report (0025) links a
+    // punishment to a deleted report's pre-image: neither is in any answer, audit row or event.
+    const { creation_order: _order, deleted_report: _deleted, ...punishment } = stored ?? {};
     return {
       punishment: stored && punishment,
       audit: await q('select actor_kind, actor_chat_id, action, target, reason, before, after, correlation_id from audit_log where target = $1 order by id', [id]),

@@ -58,6 +58,13 @@ const flaggedDeleted = (reportId: string) =>
 export const reportFlaggedSql = (reportId: string) => `(exists (${flaggedLive(reportId)}) or exists (${flaggedDeleted(reportId)}))`;
 
 /**
+ * SQL: the punishment (table punishments, by its alias) cites a flagged report: the live report it
+ * cites, or the deleted report it cited (its report_id is cleared then and deleted_report kept).
+ */
+export const punishmentFlaggedSql = (alias: string) =>
+  `(${reportFlaggedSql(`${alias}.report_id`)} or exists (select 1 from deleted_reports dp where dp.id = ${alias}.deleted_report and (dp.pre_image ->> 'is_supervisor')::boolean))`;
+
+/**
  * SQL that holds for the rows the principal may see, given the expressions naming the reports
  * each row derives from (a null names none); `true` for those who see every report. Written as a
  * conjunction of NOT EXISTS so that the planner joins it (anti-joins with index probes) instead of
@@ -96,11 +103,14 @@ export async function findReportAccessFacts(db: Queryable, reportId: string): Pr
   return rows[0];
 }
 
-/** Whether the report of that id (if any) is flagged now, for a row that names it outside a query. */
-export async function reportFlagged(db: Queryable, reportId: string | null): Promise<boolean> {
-  if (reportId === null) return false;
-  const { rows } = await db.query<{ flagged: boolean }>(`select ${reportFlaggedSql('$1::text')} as flagged`, [reportId], { name: 'report_flagged' });
-  return rows[0]!.flagged;
+/** Whether the punishment of that id cites a flagged report (live or deleted); false when it does not exist. */
+export async function punishmentFlagged(db: Queryable, punishmentId: string): Promise<boolean> {
+  const { rows } = await db.query<{ flagged: boolean }>(
+    `select ${punishmentFlaggedSql('p')} as flagged from punishments p where p.punishment_id = $1::text`,
+    [punishmentId],
+    { name: 'punishment_flagged' },
+  );
+  return rows[0]?.flagged ?? false;
 }
 
 export function maySeeReport(principal: Principal | null | undefined, report: Pick<ReportAccessFacts, 'is_supervisor'>): boolean {
