@@ -40,7 +40,7 @@ describe('GET /game/player/<id>', () => {
   });
 
   it('answers not online, every other member null, for a player not in the server, an empty list or an offline server', async () => {
-    const absent = { success: true, online: false, gameUserId: 42, username: null, permission: null, team: null, wantedStars: null, location: null, raw: null };
+    const absent = { success: true, online: false, gameUserId: null, username: null, permission: null, team: null, wantedStars: null, location: null, raw: null };
     for (const reply of [{ body: [player('Other', 41)] }, { body: [] }, { status: 422, body: { code: 3002, message: 'Server offline' } }]) {
       relay.reply = reply;
       await new Promise((r) => setTimeout(r, 2));
@@ -67,7 +67,7 @@ describe('GET /game/player/<id>', () => {
     expect(relay.calls - before).toBe(1);
     expect(answers.map((r) => r.statusCode)).toEqual(Array(200).fill(200));
     expect(answers.filter((r) => r.json().online)).toHaveLength(100);
-    expect(answers[199]!.json()).toMatchObject({ online: false, gameUserId: 699 });
+    expect(answers[199]!.json()).toMatchObject({ online: false, gameUserId: null });
   });
 
   it('answers an upstream 429 with 429 and its Retry-After (this relay stays out for the rest of the file)', async () => {

@@ -3,8 +3,9 @@
 // is an admin capability with a reason, Director-only rank and clearance changes, no self-edits.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { recordAudit } from '../platform/audit.js';
+import { recordEvent } from '../platform/events.js';
 import { lockAdmins } from '../admin/trail.js';
-import { requireAdmin, sessionAgent } from '../platform/auth/guards.js';
+import { sessionAgent } from '../platform/auth/guards.js';
 import { rankIndex } from '../platform/auth/permissions.js';
 import { assertDirectorRemains, assertMayAdminister, mayRemoveDirector } from './administration.js';
 import { errors } from '../platform/errors.js';
@@ -59,7 +60,9 @@ export const agentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const agent = await request.environment.db.transaction(async (tx) => {
         const created = await insertAgent(tx, body);
         if (!created) throw errors.conflict(`Agent ${body.chat_id} already exists`, 'DUPLICATE');
-        await recordAudit(tx, { actor: actorOf(request), action: 'agent.created', target: created.chat_id, after: created, correlationId: request.id });
+        const actor = actorOf(request);
+        await recordAudit(tx, { actor, action: 'agent.created', target: created.chat_id, after: created, correlationId: request.id });
+        await recordEvent(tx, { type: 'agent.created', actor, correlationId: request.id, after: created, data: { target: created.chat_id } });
         return created;
       });
       return reply.code(201).send({ success: true as const, agent });
@@ -69,7 +72,8 @@ export const agentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch(
     '/agents/:chat_id/update',
     {
-      config: { auth: 'either' },
+      // The dashboard path is require_admin(admin_agents), refused before the body is read; the key's is the bot's.
+      config: { auth: 'either', admin: 'admin_agents' },
       schema: {
         tags,
         summary: 'Update an agent: bot path (API key) or dashboard path (admin_agents, reason required)',
@@ -84,7 +88,6 @@ export const agentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const dashboard = request.principal?.kind === 'session';
       if (dashboard) {
         if (reason === undefined) throw errors.validation('body.reason is required');
-        requireAdmin(request, 'admin_agents');
       } else {
         if ('agent_rank' in changes) throw errors.validation('body.agent_rank cannot be changed by the bot');
         const refused = Object.keys(request.body).find((field) => !BOT_FIELDS.has(field));
@@ -98,7 +101,11 @@ export const agentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         if (dashboard) assertMayAdminister(locked.get(sessionAgent(request).chat_id)!, before, changes);
         const after = await updateAgent(tx, before.chat_id, changes);
         if (mayRemoveDirector(before, changes) && before.allowlisted) await assertDirectorRemains(tx);
-        await recordAudit(tx, { actor: actorOf(request), action: 'agent.updated', target: before.chat_id, reason, before: agentOf(before), after, correlationId: request.id });
+        const actor = actorOf(request);
+        await recordAudit(tx, { actor, action: 'agent.updated', target: before.chat_id, reason, before: agentOf(before), after, correlationId: request.id });
+        await recordEvent(tx, {
+          type: 'agent.updated', actor, correlationId: request.id, before: agentOf(before), after, data: { target: before.chat_id, reason: reason ?? null },
+        });
         return after;
       });
       // Other instances hear the change through the database; this one forgets it right away.

@@ -16,16 +16,26 @@ import { CompleteBody, ItemParams, ItemResult, ProfileResult } from './schemas.j
 
 const tags = ['Discipline deliveries'];
 
-/** What an event about an item carries in common: its punishment's report, if any. */
-export async function deliveryEventBase(tx: Tx, request: FastifyRequest, item: DeliveryRow): Promise<Pick<EventInput, 'actor' | 'correlationId' | 'reportId'>> {
-  let reportId: string | null = null;
+/**
+ * What an event about an item carries in common: its punishment's report, if any, and that report's
+ * flag now (a record: who may read the event is decided from the report when it is read).
+ */
+export async function deliveryEventBase(
+  tx: Tx,
+  request: FastifyRequest,
+  item: DeliveryRow,
+): Promise<Pick<EventInput, 'actor' | 'correlationId' | 'reportId' | 'isSupervisor'>> {
+  let cited: { report_id: string | null; is_supervisor: boolean } | undefined;
   if (item.punishment_id !== null) {
-    const { rows } = await tx.query<{ report_id: string | null }>('select report_id from punishments where punishment_id = $1::text', [item.punishment_id], {
-      name: 'punishment_report',
-    });
-    reportId = rows[0]?.report_id ?? null;
+    const { rows } = await tx.query<{ report_id: string | null; is_supervisor: boolean }>(
+      `select p.report_id, coalesce(r.is_supervisor, false) as is_supervisor
+       from punishments p left join reports r on r.report_id = p.report_id where p.punishment_id = $1::text`,
+      [item.punishment_id],
+      { name: 'punishment_report' },
+    );
+    cited = rows[0];
   }
-  return { actor: actorOf(request), correlationId: request.id, reportId };
+  return { actor: actorOf(request), correlationId: request.id, reportId: cited?.report_id ?? null, isSupervisor: cited?.is_supervisor ?? false };
 }
 
 type Outcome = { to: 'success' } | { to: 'failed'; capReached: boolean } | { to: 'pending'; retryAfterSeconds: number };

@@ -25,7 +25,8 @@ export const gameRoutes: FastifyPluginAsyncTypebox<{ game: GameServer | undefine
       if (!Number.isSafeInteger(id)) throw errors.validation('params.game_user_id must be a positive integer up to 2^53 - 1');
       if (!game) throw errors.notConfigured('The game server lookup (GAME_RELAY_URLS, GAME_SERVER_KEY)');
       const found = (await game.players()).find(id);
-      if (!found) return { success: true as const, online: false, gameUserId: id, username: null, permission: null, team: null, wantedStars: null, location: null, raw: null };
+      // Spec: "online is false and the other members are null", the id included.
+      if (!found) return { success: true as const, online: false, gameUserId: null, username: null, permission: null, team: null, wantedStars: null, location: null, raw: null };
       const { username, entry } = found;
       const wanted = Number(entry.WantedStars ?? 0);
       return {

@@ -15,7 +15,7 @@ const Upstream = Type.Unknown({ description: 'As the game server gives it' });
 export const GamePlayer = Type.Object({
   success: Type.Literal(true),
   online: Type.Boolean({ description: 'The player is in the game server now' }),
-  gameUserId: Type.Integer(),
+  gameUserId: Type.Unsafe<number | null>({ type: ['integer', 'null'], description: 'The player’s id while online; null when not in the server' }),
   username: nullableString(),
   permission: Upstream,
   team: Upstream,

@@ -81,7 +81,8 @@ export const actionQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
       `/actions/pending/${queue}`,
       {
         // Spec Authentication 6: sessions need Senior Agent rank for the supervisor list.
-        config: { auth: 'either', permission: 'manage_dockets', ...(queue === 'supervisor' ? { rank: SUPERVISOR_QUEUE_RANK } : {}) },
+        // Spec: "either", no permission named; what a list shows follows the visibility model.
+        config: { auth: 'either', ...(queue === 'supervisor' ? { rank: SUPERVISOR_QUEUE_RANK } : {}) },
         schema: {
           tags,
           summary: `Actions of the ${queue} queue with their failure metadata, oldest first`,

@@ -22,7 +22,7 @@ interface QueueShape {
   id: string;
   requeued: string;
   failed: string;
-  /** report_id and is_supervisor of the event written for a moved row `m`. */
+  /** report_id and is_supervisor (the report's flag now, a record only: reads ask the report) of the event written for a moved row `m`. */
   reportId: string;
   isSupervisor: string;
 }
@@ -33,14 +33,14 @@ const SHAPES: Record<SweptQueue, QueueShape> = {
     requeued: 'queue.action_requeued',
     failed: 'queue.action_failed',
     reportId: 'm.report_id',
-    isSupervisor: "m.queue = 'supervisor'",
+    isSupervisor: "coalesce((select r.is_supervisor from reports r where r.report_id = m.report_id), m.queue = 'supervisor')",
   },
   discipline_deliveries: {
     id: 'item_id',
     requeued: 'delivery.requeued',
     failed: 'delivery.failed',
     reportId: '(select p.report_id from punishments p where p.punishment_id = m.punishment_id)',
-    isSupervisor: 'false',
+    isSupervisor: 'coalesce((select r.is_supervisor from punishments p join reports r on r.report_id = p.report_id where p.punishment_id = m.punishment_id), false)',
   },
 };
 
