@@ -41,6 +41,7 @@ import { gameRoutes } from './game/routes.js';
 import { trainingRoutes } from './training/routes.js';
 import { trainingSessionRoutes } from './training/session-routes.js';
 import { trainingActivityRoutes } from './training/activity-routes.js';
+import { memberGate } from './training/session-access.js';
 import type { Broadcaster } from './training/broadcaster.js';
 import websocket from '@fastify/websocket';
 import { ConnectionCaps } from './realtime/caps.js';
@@ -194,6 +195,8 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
       replicated: ENVIRONMENTS.some((name) => config.environments[name].replicaUrls.length > 0),
     });
     await api.register(formbody, { bodyLimit: BODY_LIMIT });
+    // The training session membership a route declares: like every gate, before the input is looked at.
+    api.addHook('preValidation', memberGate);
     // NUL characters, lone surrogates and over-deep JSON, in every body, query and path parameter.
     api.addHook('preValidation', refuseUnstorableInput);
     await api.register(openApiPlugin, { serviceName: config.serviceName });

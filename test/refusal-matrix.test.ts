@@ -1,8 +1,8 @@
 // Every refusal the declared access implies, for every operation of /openapi.json (issue 28): the
 // document's x-access (the route's config: credential kind, permission, admin capability, rank,
 // report gate) says who is excluded, and each excluded principal gets the spec's 401 or 403 in the
-// envelope, with a body the route would refuse as invalid (refusal comes first), and nothing in
-// any table changes. A new route is covered by declaring its access; one without x-access fails.
+// envelope, with a body and a query the route would refuse as invalid (refusal comes first, issue
+// 29), and nothing in any table changes. A new route is covered by declaring its access; one without x-access fails.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIRECTOR_ONLY_CAPABILITIES, MINIMUM_CLEARANCES, MINIMUM_RANKS, RANKS, type Permission, type Rank } from '../src/platform/auth/permissions.js';
 import { createTestApp, DASHBOARD_ORIGIN, DEMO_KEY, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
@@ -13,6 +13,8 @@ interface Access {
   permission?: Permission;
   admin?: string;
   rank?: Rank;
+  trainer?: boolean;
+  member?: 'trainer' | 'participant';
   report?: string;
 }
 interface Operation {
@@ -82,6 +84,20 @@ async function refusalsOf(op: Operation): Promise<Refusal[]> {
     const lower = below(access.rank)!;
     refusals.push({ who: `a ${lower} at clearance 5`, headers: await session(`${lower} 5`, { rank: lower, clearance: 5 }), status: 403, codes: ['RANK_REQUIRED'] });
   }
+  if (access.trainer) {
+    refusals.push({ who: 'an Agent who does not train', headers: await session('Agent 5', { rank: 'Agent', clearance: 5 }), status: 403, codes: ['TRAINER_REQUIRED'] });
+  }
+  if (access.member) {
+    refusals.push({
+      who: 'a trainer outside the session',
+      headers: await session('outside trainer', { rank: 'Agent', clearance: 5, is_trainer: true }),
+      status: 403,
+      codes: [access.member === 'trainer' ? 'NOT_SESSION_TRAINER' : 'NOT_SESSION_MEMBER'],
+    });
+    if (access.member === 'trainer') {
+      refusals.push({ who: "the session's trainee", headers: (await session('trainee', { rank: 'Agent', status: 'onboarding', clearance: 1 })), status: 403, codes: ['NOT_SESSION_TRAINER'] });
+    }
+  }
   if (access.report) {
     // Every permission but reassignment's, and no supervisor rank: the report is the only reason left.
     const senior = await session('Senior Agent 5', { rank: 'Senior Agent', clearance: 5 });
@@ -108,14 +124,14 @@ async function everything(): Promise<Record<string, string>> {
 function send(op: Operation, refusal: Refusal) {
   const { report, ...headers } = refusal.headers;
   const url = op.params.reduce((path, name) => path.replace(`{${name}}`, name === 'report_id' ? (report ?? flagged) : (ids[name] ?? '1')), op.path);
-  const body = op.method !== 'GET' && op.method !== 'DELETE';
-  // An empty object: invalid for every operation that takes a body, so a 400 would mean the
-  // body was looked at before the caller was refused.
+  const body = op.method !== 'GET';
+  // A body that is no object and query values out of every range: invalid for every operation
+  // that takes them, so a 400 would mean the request was looked at before the caller was refused.
   return t.app.inject({
     method: op.method as 'GET',
-    url,
-    headers: body || op.method === 'DELETE' ? { ...headers, 'content-type': 'application/json', origin: DASHBOARD_ORIGIN } : headers,
-    ...(body || op.method === 'DELETE' ? { payload: '{}' } : {}),
+    url: `${url}?limit=-1&offset=-1&status=%00&type=%00`,
+    headers: body ? { ...headers, 'content-type': 'application/json', origin: DASHBOARD_ORIGIN } : headers,
+    ...(body ? { payload: '["not an object"]' } : {}),
   });
 }
 
@@ -144,6 +160,11 @@ beforeAll(async () => {
   for (const id of [flagged, othersReport]) {
     await t.app.inject({ method: 'POST', url: `/reports/${id}/action`, headers: { host: 'localhost', authorization: PRODUCTION_KEY }, payload: { action: 'contact_reporter', reason: 'Hello' } });
   }
+  const trainee = await person('trainee', { rank: 'Agent', status: 'onboarding', clearance: 1 });
+  const trainer = await person('trainer', { rank: 'Agent', clearance: 5, is_trainer: true });
+  const started = await t.app.inject({ method: 'POST', url: '/training/sessions', headers: trainer.headers, payload: { trainee_id: trainee.agent.chat_id } });
+  expect(started.statusCode, started.body).toBe(201);
+  ids.session_id = String(started.json().session.id);
   for (const op of operations) if (op.access) await refusalsOf(op);
   const { rows } = await t.db.production.query<{ name: string }>(`select tablename as name from pg_tables where schemaname = 'public' order by 1`);
   tables = rows.map((r) => r.name);

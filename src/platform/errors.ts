@@ -39,6 +39,7 @@ export const errors = {
   unauthorized: (message = 'Authentication required') => new AppError(401, message, 'UNAUTHORIZED'),
   forbidden: (message: string, code = 'FORBIDDEN') => new AppError(403, message, code),
   insufficientClearance: () => new AppError(403, 'Insufficient clearance', 'INSUFFICIENT_CLEARANCE'),
+  trainerRequired: () => new AppError(403, 'Trainers only: the is_trainer flag or supervisor rank', 'TRAINER_REQUIRED'),
   keyRequired: () =>
     new AppError(401, "This route takes the bot's API key in the Authorization header; a browser session is not a credential here", 'KEY_REQUIRED'),
   sessionRequired: () => new AppError(403, 'This route needs a signed-in agent; the API key is not accepted here', 'SESSION_REQUIRED'),

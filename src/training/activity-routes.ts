@@ -114,7 +114,7 @@ export const trainingActivityRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = a
   app.post(
     '/training/sessions/:session_id/events',
     {
-      config: { auth: 'session' },
+      config: { auth: 'session', member: 'participant' },
       schema: {
         tags,
         summary: 'Record a trainee action in an active session and run the scenario engine; a repeated client_id is answered, not recorded again (participants)',
@@ -168,7 +168,7 @@ export const trainingActivityRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = a
     app.post(
       `/training/sessions/:session_id/evidence/:key/${verb}`,
       {
-        config: { auth: 'session' },
+        config: { auth: 'session', member: 'trainer' },
         schema: {
           tags,
           summary: `${available ? 'Release' : 'Lock'} an evidence item of the active scenario by hand; broadcast as EVIDENCE_${available ? 'RELEASED' : 'LOCKED'} on the session channel (assigned trainer)`,
@@ -185,7 +185,7 @@ export const trainingActivityRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = a
     app.post(
       `/training/sessions/:session_id/objectives/:id/${verb}`,
       {
-        config: { auth: 'session' },
+        config: { auth: 'session', member: 'trainer' },
         schema: {
           tags,
           summary: complete
@@ -203,7 +203,7 @@ export const trainingActivityRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = a
   app.post(
     '/training/sessions/:session_id/inject',
     {
-      config: { auth: 'session' },
+      config: { auth: 'session', member: 'trainer' },
       schema: {
         tags,
         summary: 'Inject information into a session that is not closed: a report, a statement, a message or evidence the trainee receives (assigned trainer)',
@@ -229,7 +229,7 @@ export const trainingActivityRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = a
   app.post(
     '/training/sessions/:session_id/notes',
     {
-      config: { auth: 'session' },
+      config: { auth: 'session', member: 'participant' },
       schema: {
         tags,
         summary: 'Add a note: a trainer’s is private until released, a trainee’s is released at once (participants)',
@@ -255,7 +255,7 @@ export const trainingActivityRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = a
   app.post(
     '/training/sessions/:session_id/notes/:note_id/release',
     {
-      config: { auth: 'session' },
+      config: { auth: 'session', member: 'trainer' },
       schema: {
         tags,
         summary: 'Release a private trainer note to the trainee (assigned trainer)',

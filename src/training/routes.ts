@@ -36,7 +36,7 @@ export const trainingRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/training/scenarios',
-    { config: { auth: 'session' }, schema: { tags, summary: 'The scenario catalog, drafts included, by title (trainers)', response: { 200: ScenarioList, ...errorResponses(...COMMON_ERRORS) } } },
+    { config: { auth: 'session', trainer: true }, schema: { tags, summary: 'The scenario catalog, drafts included, by title (trainers)', response: { 200: ScenarioList, ...errorResponses(...COMMON_ERRORS) } } },
     async (request) => {
       trainer(request);
       const { rows } = await request.environment.db.query<Scenario>(
@@ -48,7 +48,7 @@ export const trainingRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/training/trainees',
-    { config: { auth: 'session' }, schema: { tags, summary: 'Agents whose status is exactly onboarding, by name (trainers)', response: { 200: TraineeList, ...errorResponses(...COMMON_ERRORS) } } },
+    { config: { auth: 'session', trainer: true }, schema: { tags, summary: 'Agents whose status is exactly onboarding, by name (trainers)', response: { 200: TraineeList, ...errorResponses(...COMMON_ERRORS) } } },
     async (request) => {
       trainer(request);
       const { rows } = await request.environment.db.query<AgentRow>(

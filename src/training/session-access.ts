@@ -5,7 +5,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { AgentRow } from '../agents/queries.js';
 import { sessionAgent } from '../platform/auth/guards.js';
-import { isSupervisorRank } from '../platform/auth/permissions.js';
+import { isTrainer } from '../platform/auth/permissions.js';
 import type { Tx } from '../platform/db/types.js';
 import { errors } from '../platform/errors.js';
 import type { Actor } from '../platform/events.js';
@@ -16,13 +16,31 @@ import { roleOf, type Role } from './session-view.js';
 
 export type TrainingDeps = AnnounceDeps;
 
-export const isTrainer = (agent: Pick<AgentRow, 'is_trainer' | 'agent_rank'>) => agent.is_trainer || isSupervisorRank(agent.agent_rank);
+export { isTrainer };
 
-/** The signed-in agent when they train (spec: "trainer" access); 403 TRAINER_REQUIRED otherwise. */
+/**
+ * The signed-in agent when they train (spec: "trainer" access); 403 TRAINER_REQUIRED otherwise. The
+ * routes declare it (config.trainer), which refuses before the body is read; this asks again.
+ */
 export function trainer(request: FastifyRequest): AgentRow {
   const agent = sessionAgent(request);
-  if (!isTrainer(agent)) throw errors.forbidden('Trainers only: the is_trainer flag or supervisor rank', 'TRAINER_REQUIRED');
+  if (!isTrainer(agent)) throw errors.trainerRequired();
   return agent;
+}
+
+/**
+ * The membership a route declares (config.member), asked before the body is validated so that a
+ * caller who is not in the session learns nothing of the body's shape; changeSession and
+ * readSession ask again under the lock. An unknown or malformed id is the handler's 404 or 400.
+ */
+export async function memberGate(request: FastifyRequest): Promise<void> {
+  const access = request.routeOptions.config.member;
+  if (access === undefined || request.principal?.kind !== 'session') return;
+  const raw = (request.params as Record<string, unknown> | undefined)?.session_id;
+  if (typeof raw !== 'string' || !/^[1-9][0-9]{0,15}$/.test(raw)) return;
+  const id = Number(raw);
+  const session = await findSession(readDb(request, { latest: true }), id);
+  if (session) participation(session, id, request.principal.agent, access);
 }
 
 export const sessionNotFound = (id: number) => errors.notFound(`Training session ${id}`);

@@ -85,7 +85,7 @@ export const trainingSessionRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = as
   app.post(
     '/training/sessions',
     {
-      config: { auth: 'session' },
+      config: { auth: 'session', trainer: true },
       schema: {
         tags,
         summary: 'Create a pending session for an onboarding trainee, optionally with its first scenario (trainers); 201 with the full payload',
@@ -124,7 +124,7 @@ export const trainingSessionRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = as
   app.get(
     '/training/sessions/:session_id',
     {
-      config: { auth: 'session' },
+      config: { auth: 'session', member: 'participant' },
       schema: {
         tags,
         summary: 'The session as the caller’s role may see it: scenarios, the latest 200 events, notes, injections (participants; 403 NOT_SESSION_MEMBER otherwise)',
@@ -142,7 +142,7 @@ export const trainingSessionRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = as
     app.post(
       `/training/sessions/:session_id/${control}`,
       {
-        config: { auth: 'session' },
+        config: { auth: 'session', member: 'trainer' },
         schema: { tags, summary: `${CONTROL_SUMMARIES[control]} (assigned trainer)`, params: SessionParams, response: { 200: Done, ...errorResponses(400, 404, 409, ...COMMON_ERRORS) } },
       },
       async (request) =>
@@ -156,7 +156,7 @@ export const trainingSessionRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = as
   app.post(
     '/training/sessions/:session_id/scenarios/:scenario_id/activate',
     {
-      config: { auth: 'session' },
+      config: { auth: 'session', member: 'trainer' },
       schema: {
         tags,
         summary: 'Activate a scenario of the catalog in a pending, active or paused session; the active one is completed (assigned trainer)',
@@ -190,7 +190,7 @@ export const trainingSessionRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = as
   app.post(
     '/training/sessions/:session_id/evaluate',
     {
-      config: { auth: 'session' },
+      config: { auth: 'session', member: 'trainer' },
       schema: {
         tags,
         summary: 'Grade the session and complete it: score 0 to 100, pass or fail, comments for the trainer, feedback for the trainee (assigned trainer)',

@@ -54,6 +54,9 @@ export function hasRank(rank: string | null | undefined, minimum: Rank): boolean
 }
 
 export const isSupervisorRank = (rank: string | null | undefined) => hasRank(rank, 'Supervisor');
+
+/** A trainer (spec: "trainer" access): the is_trainer flag or supervisor rank. */
+export const isTrainer = (agent: { is_trainer: boolean; agent_rank: string | null }) => agent.is_trainer || isSupervisorRank(agent.agent_rank);
 export const isDirector = (rank: string | null | undefined) => hasRank(rank, 'Director');
 
 export interface PermissionSubject {

@@ -27,7 +27,7 @@ export const openApiPlugin = fp(
         // refusal from it (test/refusal-matrix.test.ts); the route config is the one source.
         const report = typeof config.report === 'function' ? config.report({}) : config.report;
         schema['x-access'] = Object.fromEntries(
-          Object.entries({ auth, permission: config.permission, admin: config.admin, rank: config.rank, report }).filter(([, v]) => v !== undefined),
+          Object.entries({ auth, permission: config.permission, admin: config.admin, rank: config.rank, trainer: config.trainer, member: config.member, report }).filter(([, v]) => v !== undefined),
         );
       }
     });

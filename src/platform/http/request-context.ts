@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { AgentRow } from '../auth/agent-row.js';
 import { adminRefusal, type AdminCapability } from '../auth/guards.js';
-import { hasPermission, hasRank, type Permission, type Rank } from '../auth/permissions.js';
+import { hasPermission, hasRank, isTrainer, type Permission, type Rank } from '../auth/permissions.js';
 import { assertMayUpdateReport, assertMayWorkOnReport, findReportAccessFacts, type ReportWork } from '../auth/report-access.js';
 import { findSessionAgent, hashToken, SESSION_COOKIE, type SessionAgent } from '../auth/sessions.js';
 import { positionOf, recordPosition } from '../db/replicas.js';
@@ -33,6 +33,14 @@ declare module 'fastify' {
     admin?: AdminCapability;
     /** A rank sessions need on top of the permission (spec Authentication 6), whatever the data. */
     rank?: Rank;
+    /** Trainers only (spec: "trainer" access): the is_trainer flag or supervisor rank, else 403 TRAINER_REQUIRED. */
+    trainer?: boolean;
+    /**
+     * The caller's part in the training session named by the `session_id` path parameter: its
+     * assigned trainer, or either member (src/training/session-access.ts memberGate, before the
+     * body is validated).
+     */
+    member?: 'trainer' | 'participant';
     /**
      * The work a session does on the report named by the `report_id` path parameter
      * (report-access.ts), or how the body names it: asked of the report's current row before the
@@ -189,6 +197,7 @@ async function authenticate(request: FastifyRequest, reply: FastifyReply, allowe
   if (permission !== undefined && !hasPermission(agent, permission)) throw errors.insufficientClearance();
   const rank = request.routeOptions.config.rank;
   if (rank !== undefined && !hasRank(agent.agent_rank, rank)) throw errors.forbidden(`${rank} rank required`, 'RANK_REQUIRED');
+  if (request.routeOptions.config.trainer && !isTrainer(agent)) throw errors.trainerRequired();
   if (admin !== undefined) {
     const refusal = adminRefusal(agent, allowlisted, admin);
     if (refusal) throw refusal;
@@ -207,8 +216,9 @@ export const requestContextPlugin = fp(
       if (config?.auth === undefined && !route.url.startsWith('/docs')) {
         throw new Error(`Route ${String(route.method)} ${route.url} does not declare config.auth`);
       }
-      if (config?.admin !== undefined && config.auth !== 'session') {
-        throw new Error(`Admin route ${String(route.method)} ${route.url} must be session only`);
+      // On a route that also takes the key (PATCH /agents/<id>/update), the capability is the sessions' gate.
+      if (config?.admin !== undefined && config.auth !== 'session' && config.auth !== 'either') {
+        throw new Error(`Admin route ${String(route.method)} ${route.url} must take a session`);
       }
     });
 
