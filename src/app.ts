@@ -17,6 +17,7 @@ import { securityHeadersPlugin } from './platform/http/security-headers.js';
 import { Metrics } from './platform/metrics.js';
 import { errors } from './platform/errors.js';
 import { Readiness } from './platform/readiness.js';
+import { buildInfo } from './platform/build-info.js';
 import { openApiPlugin } from './platform/http/openapi.js';
 import { BODY_LIMIT, refuseDuplicateHost, refuseOversizedBody, requestContextPlugin } from './platform/http/request-context.js';
 import { validatorCompiler } from './platform/http/validation.js';
@@ -150,11 +151,13 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
   // GET /ready, the readiness probe, likewise outside the API context (src/platform/readiness.ts).
   app.get('/ready', { config: { auth: 'none' }, schema: { hide: true }, onRequest: refuseOversizedBody }, async (_request, reply) => {
     const { ready, shuttingDown, environments: states } = await readiness.check();
+    // Which release answers: during a rolling upgrade the balancer's probes tell the two apart.
+    const { version, commit } = buildInfo();
     reply.header('cache-control', 'no-store');
-    if (ready) return reply.send({ success: true, environments: states });
+    if (ready) return reply.send({ success: true, version, commit, environments: states });
     const failed = Object.entries(states).filter(([, state]) => state !== 'ok').map(([name, state]) => `${name} ${state}`);
     const err = shuttingDown ? errors.shuttingDown() : errors.notReady(failed.join('; '));
-    return reply.code(503).send({ success: false, error: err.message, code: err.code, environments: states });
+    return reply.code(503).send({ success: false, error: err.message, code: err.code, version, commit, environments: states });
   });
 
   // One game server for both environments: the relays and the key are not per environment.

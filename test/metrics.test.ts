@@ -124,6 +124,7 @@ describe('the exposition', () => {
       ['cms_realtime_dropped_frames_total', 'counter'],
       ['cms_realtime_broadcast_failures_total', 'counter'],
       ['cms_metrics_database_read_failures_total', 'counter'],
+      ['cms_build_info', 'gauge'],
       // prom-client's default metrics: event-loop lag, GC, heap, RSS.
       ['nodejs_eventloop_lag_seconds', 'gauge'],
       ['nodejs_gc_duration_seconds', 'histogram'],

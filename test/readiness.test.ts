@@ -2,12 +2,16 @@
 // migration applied; otherwise 503 naming what failed per environment, within its bound whatever
 // the database does. GET / stays the liveness probe. (After SIGTERM: test/platform/readiness-shutdown.test.ts.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readBuildInfo } from '../src/platform/build-info.js';
 import { loadMigrations } from '../src/platform/db/migrate.js';
 import { openPostgres } from '../src/platform/db/postgres.js';
 import { DbError, type Db } from '../src/platform/db/types.js';
 import { READY_TIMEOUT_MS } from '../src/platform/readiness.js';
 import { createTestApp, type TestApp } from './helpers/app.js';
 import { createTestDatabase, type TestDatabase } from './helpers/stores.js';
+
+// Every answer, ready or not, names the build answering (src/platform/build-info.ts).
+const { version, commit } = readBuildInfo();
 
 const ready = async (t: TestApp, host = 'localhost') => {
   const started = performance.now();
@@ -42,7 +46,7 @@ describe('GET /ready with both databases up and migrated', () => {
     for (const host of ['localhost', 'demo.localhost', 'balancer.internal']) {
       const { res, body } = await ready(t, host);
       expect(res.statusCode).toBe(200);
-      expect(body).toEqual({ success: true, environments: { production: 'ok', demo: 'ok' } });
+      expect(body).toEqual({ success: true, version, commit, environments: { production: 'ok', demo: 'ok' } });
       expect(res.headers['cache-control']).toBe('no-store');
     }
   });
@@ -58,6 +62,8 @@ describe('GET /ready with both databases up and migrated', () => {
       success: false,
       error: `Not ready: demo migrations pending: ${file}`,
       code: 'NOT_READY',
+      version,
+      commit,
       environments: { production: 'ok', demo: `migrations pending: ${file}` },
     });
     // The liveness probe is not concerned.
@@ -88,7 +94,7 @@ describe('GET /ready with an environment down or hung', () => {
   it('503 naming the unreachable environment; the other is ok; GET / still 200', async () => {
     const { res, body } = await ready(t);
     expect(res.statusCode).toBe(503);
-    expect(body).toEqual({ success: false, error: 'Not ready: demo unavailable', code: 'NOT_READY', environments: { production: 'ok', demo: 'unavailable' } });
+    expect(body).toEqual({ success: false, error: 'Not ready: demo unavailable', code: 'NOT_READY', version, commit, environments: { production: 'ok', demo: 'unavailable' } });
     const live = await t.app.inject({ url: '/' });
     expect(live.statusCode).toBe(200);
     expect(live.body).toBe('Case Management Service API Online');
@@ -113,7 +119,7 @@ describe('GET /ready with an environment down or hung', () => {
     production.mode = 'ok';
     for (const { res, body, ms } of probes) {
       expect(res.statusCode).toBe(503);
-      expect(body).toEqual({ success: false, error: 'Not ready: production timeout; demo unavailable', code: 'NOT_READY', environments: { production: 'timeout', demo: 'unavailable' } });
+      expect(body).toEqual({ success: false, error: 'Not ready: production timeout; demo unavailable', code: 'NOT_READY', version, commit, environments: { production: 'timeout', demo: 'unavailable' } });
       expect(ms).toBeGreaterThanOrEqual(READY_TIMEOUT_MS - 50);
       expect(ms).toBeLessThan(READY_TIMEOUT_MS + 500);
     }

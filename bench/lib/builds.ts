@@ -68,7 +68,8 @@ export async function buildRef(label: string, ref: string, log: (line: string) =
   const sameLock = readFileSync(join(ROOT, 'package-lock.json'), 'utf8') === readFileSync(join(dir, 'package-lock.json'), 'utf8');
   if (sameLock) symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
   else await run('npm', ['ci', '--no-audit', '--no-fund'], { cwd: dir, maxBuffer: 64 * 1024 * 1024 });
-  await run('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: dir, maxBuffer: 64 * 1024 * 1024 });
+  // Its own build script: tsc, and (from issue 30 on) the commit it was built from in dist/build-info.json.
+  await run('npm', ['run', '--silent', 'build'], { cwd: dir, maxBuffer: 64 * 1024 * 1024 });
   const script = join(dir, 'dist', 'src', 'server.js');
   if (!existsSync(script)) throw new Error(`${ref} (${commit}) built no dist/src/server.js in ${dir}`);
   log(`    ${label}: ${ref} (${commit.slice(0, 10)}) built in ${dir} in ${((Date.now() - started) / 1000).toFixed(0)} s (dependencies ${sameLock ? 'linked: same lockfile' : 'installed: npm ci'})`);

@@ -13,6 +13,7 @@
 // (per-request timing, the Db observer, the process's default metrics) are not installed at all.
 import { performance } from 'node:perf_hooks';
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
+import { buildInfo } from './build-info.js';
 import type { Queryable } from './db/types.js';
 import { withinDeadline } from './deadline.js';
 
@@ -58,6 +59,9 @@ export class Metrics {
   constructor(readonly enabled: boolean) {
     // Event-loop lag, GC, heap, RSS, handles: prom-client's own names (process_*, nodejs_*).
     if (enabled) collectDefaultMetrics({ register: this.registry });
+    // Prometheus' info-metric idiom: always 1, the build in its labels (which release each instance runs).
+    const { version, commit } = buildInfo();
+    this.gauge('cms_build_info', 'The build this instance runs: its package version and git commit (always 1)', ['version', 'commit']).set({ version, commit }, 1);
     this.readFailures = this.counter('cms_metrics_database_read_failures_total', 'Scrapes in which an environment\'s database did not answer within 1 s (its database-read series are absent from that scrape)', ['environment']);
   }
 

@@ -1,6 +1,7 @@
 // GET /ready on the built service as a real process (issue 20): ready once up; from the moment
 // SIGTERM arrives, 503 at once, while a request already in flight still completes.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -53,7 +54,10 @@ describe(`GET /ready across a shutdown on ${storeName}`, () => {
   it('is ready once up, then 503 at once after SIGTERM while an in-flight request still completes', async () => {
     const up = await fetch(`${service.url}/ready`);
     expect(up.status).toBe(200);
-    expect(await up.json()).toEqual({ success: true, environments: { production: 'ok', demo: 'ok' } });
+    // The built service names its release: package.json's version and the commit it was built from.
+    const { version } = JSON.parse(await readFile(join(import.meta.dirname, '../../package.json'), 'utf8')) as { version: string };
+    const commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: import.meta.dirname, encoding: 'utf8' }).trim();
+    expect(await up.json()).toEqual({ success: true, version, commit, environments: { production: 'ok', demo: 'ok' } });
 
     // A balancer's probe on a connection already open: its request begun, not yet complete.
     const probe = splitRequest(service.port, 'GET /ready HTTP/1.1\r\nHost: localhost\r\n');
@@ -90,6 +94,8 @@ describe(`GET /ready across a shutdown on ${storeName}`, () => {
       success: false,
       error: 'This instance is shutting down: retry on another',
       code: 'SHUTTING_DOWN',
+      version,
+      commit,
       environments: { production: 'shutting down', demo: 'shutting down' },
     });
     expect(inFlightAnswered).toBe(false);
