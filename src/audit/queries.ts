@@ -1,7 +1,7 @@
 // GET /audit reads the canonical events table. Every filter, the search, the sort and the page
 // are SQL: a case id is found through the events' report id index, other text through the
 // trigram-indexed search_text column of migration 0005.
-import { eventReportIds, reportFlaggedSql, visibleToSql } from '../platform/auth/report-access.js';
+import { anyReportFlaggedSql, eventReportIds, visibleToSql } from '../platform/auth/report-access.js';
 import type { Queryable } from '../platform/db/types.js';
 import type { Principal } from '../platform/http/request-context.js';
 import type { EventRecord } from '../platform/events.js';
@@ -60,7 +60,7 @@ export function indexProbe(term: string): string {
  */
 // Qualified: inside the predicate's subqueries a bare report_id would be the report's own.
 const EVENT_REPORT_IDS = eventReportIds('events');
-const eventFlagged = `(${EVENT_REPORT_IDS.map(reportFlaggedSql).join(' or ')})`;
+const eventFlagged = anyReportFlaggedSql(EVENT_REPORT_IDS);
 
 /** Those below supervisor rank are shown no event of a flagged report: theirs are all false, unprobed. */
 const shownFlag = (principal: Principal | null) => (visibleToSql(principal, EVENT_REPORT_IDS) === 'true' ? eventFlagged : 'false');
