@@ -121,7 +121,7 @@ describe.runIf(available)('failover to the synchronous standby under load', () =
     const { trainer, trainerId, sessionId } = await seedTrainer(db, a.url);
     const ids = await seedActions(db, ITEMS, 'FO');
     await db.close();
-    const rtToken = (await (await fetch(`${a.url}/training/realtime-token`, { headers: trainer })).json()).token as string;
+    const rtToken = ((await (await fetch(`${a.url}/training/realtime-token`, { headers: trainer })).json()) as { token: string }).token;
     const subscriber = await subscribe(connect(a.url), `training:user:${trainerId}`, rtToken);
     expect(subscriber.statuses).toContain('SUBSCRIBED');
 
@@ -171,8 +171,9 @@ describe.runIf(available)('failover to the synchronous standby under load', () =
     const orphans: number[] = [];
     for (let i = 0; i < 3; i++) orphans.push((await recorder.send('claim', `${a.url}/actions/next`, { headers: { authorization: KEY } })).body.action.action_id);
     const standby = 1 - oldPrimary;
-    const stopped = performance.now();
     await ctl(oldPrimary, 'stop', '-m', 'immediate');
+    // pg_ctl returns once the server has exited: a write that starts from now on cannot reach it.
+    const stopped = performance.now();
     await sleep(1_000); // the failure noticed
     await ctl(standby, 'promote');
     const promoted = performance.now();
@@ -220,7 +221,7 @@ describe.runIf(available)('failover to the synchronous standby under load', () =
     // While nothing was writable, GET /ready said so.
     expect(ready.polls.filter((p) => p.at > stopped && p.at < firstOk && p.status === 503 && p.production === 'read-only').length).toBeGreaterThan(0);
     expect(ready.polls.filter((p) => p.status !== 200 && p.status !== 503)).toEqual([]);
-    for (const s of services) expect((await (await fetch(`${s.url}/ready`)).json()).environments).toEqual({ production: 'ok', demo: 'ok' });
+    for (const s of services) expect(((await (await fetch(`${s.url}/ready`)).json()) as { environments: unknown }).environments).toEqual({ production: 'ok', demo: 'ok' });
     // Exactly once: every item succeeded with one completion; the orphans were handed out again by the sweep.
     const [states] = await sql(newPrimary, "select count(*) filter (where status = 'success')::int as ok, count(*)::int as n from report_actions where action_id = any($1::bigint[])", [ids]);
     expect(states).toEqual({ ok: ITEMS, n: ITEMS });

@@ -87,7 +87,7 @@ export function openPostgres(options: PostgresOptions): Db {
     }
 
     // pg-pool connects with a callback; a failure keeps the host it was for.
-    override connect(callback?: (err: Error) => void): any {
+    override connect(callback?: (...args: any[]) => void): any {
       if (!callback) return super.connect();
       return super.connect((err: Error) => {
         if (err) (err as Error & { [HOST]?: number })[HOST] = this[HOST];
