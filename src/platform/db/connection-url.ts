@@ -91,14 +91,14 @@ export function parseConnectionUrl(raw: string): ConnectionTarget {
 
 /**
  * A connection URL as logs may show it: `h1:5432,h2:5432/db`. A malformed one is shown by its
- * hosts and path as written, unless a stray `@` past them could be part of a password.
+ * hosts and path as written, unless a stray `@` past them could be part of a password: then `[redacted]`.
  */
 export function describeConnectionUrl(raw: string): string {
   try {
     return parseConnectionUrl(raw).name;
   } catch {
     const shape = URL_SHAPE.exec(raw);
-    if (!shape || shape[3]!.includes('@')) return 'a malformed postgres:// URL';
+    if (!shape || shape[3]!.includes('@')) return '[redacted]';
     const authority = shape[2]!;
     return `${authority.slice(authority.lastIndexOf('@') + 1)}${shape[3]!.split(/[?#]/)[0]}`;
   }
