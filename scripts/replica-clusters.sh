@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A PostgreSQL primary and a streaming replica of the project's own, on local ports, for the
-# replica tests (test/replicas.test.ts) and benchmarks. Idempotent: what exists is started and
+# replica tests (test/replicas.test.ts) and benchmarks; then the failover test's own pair
+# (scripts/failover-clusters.sh, ports 5451 and 5452, roles that swap). Idempotent: what exists is started and
 # checked, what is missing is created. Run as root (pg_createcluster, and the clusters run as the
 # postgres user as Debian's own do). .ci/run runs it before the suites; a developer runs it the same way:
 #
@@ -48,6 +49,7 @@ if [ "${1:-}" = "--drop" ]; then
   for cluster in "$REPLICA" "$PRIMARY"; do
     if exists "$cluster"; then pg_dropcluster --stop "$VERSION" "$cluster"; fi
   done
+  "$(dirname "$0")/failover-clusters.sh" --drop
   exit 0
 fi
 
@@ -94,3 +96,4 @@ done
   || { echo "the replica on port $REPLICA_PORT is not streaming from port $PRIMARY_PORT" >&2; exit 1; }
 echo "primary: postgres://root@127.0.0.1:$PRIMARY_PORT/postgres"
 echo "replica: postgres://root@127.0.0.1:$REPLICA_PORT/postgres"
+"$(dirname "$0")/failover-clusters.sh"

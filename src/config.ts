@@ -2,6 +2,7 @@
 // here, once, into a typed Config; a malformed value stops the boot with a message naming it.
 import { existsSync, readFileSync } from 'node:fs';
 import { parseEnv } from 'node:util';
+import { describeConnectionUrl, parseConnectionUrl } from './platform/db/connection-url.js';
 
 export const ENVIRONMENTS = ['production', 'demo'] as const;
 export type EnvironmentName = (typeof ENVIRONMENTS)[number];
@@ -112,7 +113,9 @@ export function parseConfig(env: Env): Config {
     try {
       return parse(raw);
     } catch (err) {
-      problems.push(`${name}: ${(err as Error).message} (got ${JSON.stringify(raw)})`);
+      // A connection URL may carry a password: the report names its hosts, never the URL.
+      const got = /_DATABASE_\w*URLS?$/.test(name) ? describeConnectionUrl(raw) : JSON.stringify(raw);
+      problems.push(`${name}: ${(err as Error).message} (got ${got})`);
       return fallback;
     }
   };
@@ -125,7 +128,7 @@ export function parseConfig(env: Env): Config {
       name,
       hosts: read(`${prefix}_HOSTS`, name === 'production' ? ['localhost', '127.0.0.1'] : ['demo.localhost'], parseHosts),
       databaseUrl: read(`${prefix}_DATABASE_URL`, undefined, parsePostgresUrl),
-      replicaUrls: read(`${prefix}_DATABASE_REPLICA_URLS`, [], (v) => parseList(v, parsePostgresUrl)),
+      replicaUrls: read(`${prefix}_DATABASE_REPLICA_URLS`, [], parsePostgresUrls),
       apiKey: read(`${prefix}_API_KEY`, undefined, parseApiKey),
       apiKeyPrevious: read(`${prefix}_API_KEY_PREVIOUS`, undefined, parseApiKey),
       realtimeSigningSecret: read(`${prefix}_REALTIME_SIGNING_SECRET`, undefined, parseSecret),
@@ -265,9 +268,20 @@ function parseHttpUrl(raw: string): string {
   return parseUrl(raw, ['http:', 'https:'], 'an http(s) URL').toString().replace(/\/$/, '');
 }
 
+/** One host, or libpq's several (`postgres://u@h1:5432,h2:5432/db?target_session_attrs=read-write`). */
 function parsePostgresUrl(raw: string): string {
-  parseUrl(raw, ['postgres:', 'postgresql:'], 'a postgres:// connection URL');
+  parseConnectionUrl(raw);
   return raw;
+}
+
+/**
+ * A comma list of connection URLs, each of which may itself list hosts with commas (libpq's
+ * multi-host form): a new URL starts only where a comma is followed by a scheme.
+ */
+function parsePostgresUrls(raw: string): string[] {
+  const items = raw.split(/,(?=\s*postgres(?:ql)?:\/\/)/).map((s) => s.trim()).filter((s) => s !== '');
+  if (items.length === 0) throw new Error('expected a comma-separated list');
+  return items.map(parsePostgresUrl);
 }
 
 function parseOrigin(raw: string): string {

@@ -227,8 +227,15 @@ describe(`verify-audit names what was tampered with through SQL, on ${storeName}
   it('two events\' times swapped (the order readers see): the first is named', async () => {
     const { order } = await chain();
     const events = order.map((r, i) => ({ r, position: i + 1 })).filter(({ r }) => r.startsWith('events#'));
-    const [x, y] = [events[3]!, events[4]!];
-    const [ix, iy] = [Number(x.r.split('#')[1]), Number(y.r.split('#')[1])];
+    // Two neighbours written at different instants (PGlite's clock has millisecond resolution, so
+    // neighbours may share one, and swapping equal times would change nothing).
+    const idOf = (e: { r: string }) => Number(e.r.split('#')[1]);
+    const timeOf = new Map(
+      (await db.query<{ id: string; created_at: string }>('select id::text, created_at from events')).rows.map((r) => [Number(r.id), r.created_at]),
+    );
+    const at = events.findIndex((e, i) => i >= 3 && events[i + 1] !== undefined && timeOf.get(idOf(e)) !== timeOf.get(idOf(events[i + 1]!)));
+    const [x, y] = [events[at]!, events[at + 1]!];
+    const [ix, iy] = [idOf(x), idOf(y)];
     await db.query(
       `update events e set created_at = o.created_at from (select id, created_at from events where id in ($1::bigint, $2::bigint)) o
         where e.id in ($1::bigint, $2::bigint) and o.id <> e.id`,

@@ -228,3 +228,37 @@ describe('GET /audit at volume: case ids and the counted total', () => {
     expect(await search('cap-', 2, 1000)).toEqual({ total: 1000, totalCapped: true, ids: ['cap-1'], statements: ['page'] });
   });
 });
+
+describe('GET /audit below supervisor rank: the page of a search that hides rows', () => {
+  it('pages exactly as a filter over everything would, however many of the newest matches are hidden', async () => {
+    // 40 newest matches about a flagged report, then 30 visible ones, interleaved with 10 more flagged.
+    await t.db.production.query(
+      `insert into reports (report_id, reporter, reported, reason, notes, evidence, is_supervisor) values ('HIDE-F', '1', '2', 'r', 'n', 'e', true), ('HIDE-V', '1', '2', 'r', 'n', 'e', false)`,
+    );
+    const rows: [string, string, number][] = [];
+    for (let i = 0; i < 80; i++) {
+      const flagged = i >= 40 || i % 3 === 0;
+      rows.push([`hidepage-${i}`, flagged ? 'HIDE-F' : 'HIDE-V', i]);
+    }
+    await t.db.production.query(
+      `insert into events (type, actor_kind, report_id, correlation_id, data, created_at)
+       select 'report.timeline_entry_added', 'system', x.report, x.label, jsonb_build_object('note', 'hidepage marker'),
+              timestamptz '2026-03-01T00:00:00Z' + make_interval(secs => x.n)
+       from jsonb_to_recordset($1::jsonb) as x(label text, report text, n int)`,
+      [JSON.stringify(rows.map(([label, report, n]) => ({ label, report, n })))],
+    );
+    const everything = (await audit('?search=hidepage&limit=500', supervisor.headers)).events as { correlation_id: string; report_id: string }[];
+    expect(everything).toHaveLength(80);
+    const visible = everything.filter((e) => e.report_id === 'HIDE-V').map((e) => e.correlation_id);
+    expect(visible).toHaveLength(26);
+    for (const [limit, offset] of [[10, 0], [5, 5], [20, 10], [7, 21], [100, 0], [3, 25], [10, 26], [10, 40]] as const) {
+      const page = await audit(`?search=hidepage&limit=${limit}&offset=${offset}`, agent.headers);
+      expect(page.labels, `limit ${limit} offset ${offset}`).toEqual(visible.slice(offset, offset + limit));
+      expect(page.total, `limit ${limit} offset ${offset}`).toBe(26);
+      expect(page.events.every((e: { is_supervisor: boolean }) => e.is_supervisor === false)).toBe(true);
+    }
+    // A supervisor excluding supervisor events gets the same pages.
+    const excluded = await audit('?search=hidepage&limit=7&offset=21&supervisor=exclude', supervisor.headers);
+    expect(excluded.labels).toEqual(visible.slice(21, 28));
+  });
+});

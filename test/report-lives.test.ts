@@ -173,6 +173,30 @@ describe('a report id used again after deletion', () => {
     expect(shown.json().punishment).toMatchObject({ punishment_id: punishmentId, report_id: null, reason: 'Cited a supervisor case' });
   });
 
+  it('the database keeps the lives itself: the statements of the release before (no life named) still write them right', async () => {
+    const id = 'LIFE-OLD-RELEASE';
+    await t.db.production.transaction(async (tx) => {
+      await tx.query(`insert into reports (report_id, reporter, reported, reason, notes, evidence) values ($1, '1', '2', 'r', 'n', 'e')`, [id]);
+      await tx.query(`insert into report_timeline (report_id, event, actor_kind) values ($1, 'Report created', 'bot')`, [id]);
+    });
+    const [{ life }] = (await q('select creation_order::text as life from reports where report_id = $1', [id])) as [Row];
+    expect(await q('select report_life::text, deleted_report from report_timeline where report_id = $1', [id])).toEqual([{ report_life: life, deleted_report: null }]);
+    // Its deletion: the pre-image, then the row, then the "Report deleted" entry.
+    const preImage = await t.db.production.transaction(async (tx) => {
+      const { rows } = await tx.query<Row>(
+        `insert into deleted_reports (report_id, pre_image, reason, deleted_by_kind, correlation_id) values ($1, '{}', 'old release', 'bot', 'c') returning id::text`,
+        [id],
+      );
+      await tx.query('delete from reports where report_id = $1', [id]);
+      await tx.query(`insert into report_timeline (report_id, event, actor_kind) values ($1, 'Report deleted: old release', 'bot')`, [id]);
+      return rows[0]!.id as string;
+    });
+    expect(await q('select event, report_life, deleted_report::text from report_timeline where report_id = $1 order by id', [id])).toEqual([
+      { event: 'Report created', report_life: null, deleted_report: preImage },
+      { event: 'Report deleted: old release', report_life: null, deleted_report: preImage },
+    ]);
+  });
+
   it('a timeline row cannot be written for no life, nor a report deleted with its timeline left behind', async () => {
     await expect(q(`insert into report_timeline (report_id, event, actor_kind) values ('NO-SUCH-REPORT', 'x', 'bot')`)).rejects.toThrow(/report_timeline_belongs/);
     const id = 'LIFE-SQL-DELETE';

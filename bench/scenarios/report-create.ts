@@ -32,11 +32,7 @@ async function rawCreate(db: Db, i: number): Promise<void> {
        values ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text) returning *`,
       [id, '421337905512268801', '508812330461199872', 'Repeated harassment in voice chat', 'Reported through the bench', 'Clip attached', 'mapleleaf', 'vexx_rider'],
     );
-    await tx.query(
-      `insert into report_timeline (report_id, report_life, event, actor_kind, actor_name)
-       values ($1::text, (select creation_order from reports where report_id = $1::text), 'Report created', 'bot', 'Automation bot')`,
-      [id],
-    );
+    await tx.query(`insert into report_timeline (report_id, event, actor_kind, actor_name) values ($1::text, 'Report created', 'bot', 'Automation bot')`, [id]);
     await tx.query(
       `insert into events (type, actor_kind, report_id, after, correlation_id) values ('report.created', 'bot', $1::text, $2::jsonb, $3::text)`,
       [id, JSON.stringify({ report_id: id }), `raw-${i}`],

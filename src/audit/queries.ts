@@ -1,7 +1,7 @@
 // GET /audit reads the canonical events table. Every filter, the search, the sort and the page
 // are SQL: a case id is found through the events' report id index, other text through the
 // trigram-indexed search_text column of migration 0005.
-import { eventReportIds, reportFlaggedSql, visibleToSql } from '../platform/auth/report-access.js';
+import { anyReportFlaggedSql, eventReportIds, visibleToSql } from '../platform/auth/report-access.js';
 import type { Queryable } from '../platform/db/types.js';
 import type { Principal } from '../platform/http/request-context.js';
 import type { EventRecord } from '../platform/events.js';
@@ -60,35 +60,48 @@ export function indexProbe(term: string): string {
  */
 // Qualified: inside the predicate's subqueries a bare report_id would be the report's own.
 const EVENT_REPORT_IDS = eventReportIds('events');
-const eventFlagged = `(${EVENT_REPORT_IDS.map(reportFlaggedSql).join(' or ')})`;
+const eventFlagged = anyReportFlaggedSql(EVENT_REPORT_IDS);
 
 /** Those below supervisor rank are shown no event of a flagged report: theirs are all false, unprobed. */
 const shownFlag = (principal: Principal | null) => (visibleToSql(principal, EVENT_REPORT_IDS) === 'true' ? eventFlagged : 'false');
 
-function whereClause(filter: AuditFilter): { sql: string; values: unknown[] } {
-  const conditions: string[] = [];
+interface Where {
+  /** What the search asks for. */
+  match: string[];
+  /** The rows the caller may not see, and the supervisor filter's exclusion: each hides a few. */
+  hide: string[];
+  /** The supervisor filter's "only": keeps a few. */
+  keep: string[];
+  values: unknown[];
+}
+
+const whereOf = (conditions: readonly string[]) => (conditions.length > 0 ? `where ${conditions.join(' and ')}` : '');
+
+function whereClause(filter: AuditFilter): Where {
+  const match: string[] = [];
   const values: unknown[] = [];
   const param = (value: unknown) => {
     values.push(value);
     return `$${values.length}`;
   };
-  if (filter.caseIds) conditions.push(`report_id = any(${param(filter.caseIds)}::text[])`);
+  if (filter.caseIds) match.push(`report_id = any(${param(filter.caseIds)}::text[])`);
   else if (filter.search) {
     const term = filter.search.toLowerCase();
     const probe = indexProbe(term);
-    if (probe === term) conditions.push(`search_text like '%' || ${param(escapeLike(term))}::text || '%'`);
-    else conditions.push(`search_text like '%' || ${param(escapeLike(probe))}::text || '%' and strpos(search_text, ${param(term)}::text) > 0`);
+    if (probe === term) match.push(`search_text like '%' || ${param(escapeLike(term))}::text || '%'`);
+    else match.push(`search_text like '%' || ${param(escapeLike(probe))}::text || '%' and strpos(search_text, ${param(term)}::text) > 0`);
   }
   if (filter.events.length > 0) {
-    conditions.push(`lower(type) like any (${param(filter.events.map((e) => `%${escapeLike(e.toLowerCase())}%`))}::text[])`);
+    match.push(`lower(type) like any (${param(filter.events.map((e) => `%${escapeLike(e.toLowerCase())}%`))}::text[])`);
   }
-  if (filter.reportId !== undefined) conditions.push(`report_id = ${param(filter.reportId)}::text`);
+  if (filter.reportId !== undefined) match.push(`report_id = ${param(filter.reportId)}::text`);
+  const hide: string[] = [];
   const visible = visibleToSql(filter.principal, EVENT_REPORT_IDS);
-  if (visible !== 'true') conditions.push(visible);
-  // Excluding is what everyone below supervisor rank gets: the same anti-joins.
-  if (filter.supervisor === 'exclude') conditions.push(visibleToSql(null, EVENT_REPORT_IDS));
-  if (filter.supervisor === 'only') conditions.push(eventFlagged);
-  return { sql: conditions.length > 0 ? `where ${conditions.join(' and ')}` : '', values };
+  if (visible !== 'true') hide.push(visible);
+  // Excluding is what everyone below supervisor rank gets: the same probes.
+  if (filter.supervisor === 'exclude') hide.push(visibleToSql(null, EVENT_REPORT_IDS));
+  const keep = filter.supervisor === 'only' ? [eventFlagged] : [];
+  return { match, hide, keep, values };
 }
 
 /** Report ids are at most this long (the events' report_id as the API accepts it). */
@@ -125,28 +138,50 @@ export interface EventSearchResult {
  */
 export async function searchEvents(db: Queryable, filter: AuditFilter): Promise<EventSearchResult> {
   const where = whereClause(filter);
+  const all = whereOf([...where.match, ...where.hide, ...where.keep]);
   const n = where.values.length;
-  // The flag is computed over the page only (the outer select), so its probes are one per shown
-  // event, never part of what the planner costs the search at.
-  const page = await db.query<EventRecord>(
-    `select id, type, actor_kind, actor_chat_id, actor_name, report_id, before, after, data, correlation_id, ${shownFlag(filter.principal)} as is_supervisor, created_at
-     from (select id, type, actor_kind, actor_chat_id, actor_name, report_id, before, after, data, correlation_id, created_at
-           from events ${where.sql}
-           order by ${ORDER[filter.sort]}
-           limit $${n + 1}::int offset $${n + 2}::int) events
-     order by ${ORDER[filter.sort]}`,
-    [...where.values, filter.limit, filter.offset],
-  );
-  const ended = page.rows.length < filter.limit && (page.rows.length > 0 || filter.offset === 0);
+  const page = (where.hide.length > 0 && where.keep.length === 0 ? await pageOfCandidates(db, filter, where) : undefined) ??
+    (await db.query<EventRecord>(
+      `select ${COLUMNS}, ${shownFlag(filter.principal)} as is_supervisor, created_at
+       from (select ${COLUMNS}, created_at from events ${all} order by ${ORDER[filter.sort]} limit $${n + 1}::int offset $${n + 2}::int) events
+       order by ${ORDER[filter.sort]}`,
+      [...where.values, filter.limit, filter.offset],
+    )).rows;
+  const ended = page.length < filter.limit && (page.length > 0 || filter.offset === 0);
   const total = ended
-    ? filter.offset + page.rows.length
+    ? filter.offset + page.length
     : ((
-        await db.query<{ total: number }>(
-          `select count(*)::int as total from (select 1 from events ${where.sql} limit $${n + 1}::int) matched`,
-          [...where.values, AUDIT_TOTAL_CAP + 1],
-        )
+        await db.query<{ total: number }>(`select count(*)::int as total from (select 1 from events ${all} limit $${n + 1}::int) matched`, [
+          ...where.values,
+          AUDIT_TOTAL_CAP + 1,
+        ])
       ).rows[0]?.total ?? 0);
-  return { total: Math.min(total, AUDIT_TOTAL_CAP), totalCapped: total > AUDIT_TOTAL_CAP, events: page.rows };
+  return { total: Math.min(total, AUDIT_TOTAL_CAP), totalCapped: total > AUDIT_TOTAL_CAP, events: page };
+}
+
+const COLUMNS = 'id, type, actor_kind, actor_chat_id, actor_name, report_id, before, after, data, correlation_id';
+
+/**
+ * The page of a search whose conditions hide a few rows (the events of flagged reports, for those
+ * below supervisor rank): the matches are taken in order up to the page's end and a quarter more
+ * (the candidates), and only they are probed, instead of every match before the sort (a bare number
+ * matches hundreds of events, a page shows 20 to 100). The page is exact when it is full or the
+ * candidates were every match; otherwise undefined, and the caller runs the one-statement form.
+ */
+async function pageOfCandidates(db: Queryable, filter: AuditFilter, where: Where): Promise<EventRecord[] | undefined> {
+  const end = filter.offset + filter.limit;
+  const size = end + Math.ceil(end / 4) + 20;
+  const n = where.values.length;
+  const { rows } = await db.query<EventRecord & { candidates: number }>(
+    `with candidates as materialized (
+       select ${COLUMNS}, created_at from events ${whereOf(where.match)} order by ${ORDER[filter.sort]} limit $${n + 1}::int)
+     select ${COLUMNS}, false as is_supervisor, created_at, (select count(*) from candidates)::int as candidates
+     from candidates events ${whereOf(where.hide)}
+     order by ${ORDER[filter.sort]} limit $${n + 2}::int offset $${n + 3}::int`,
+    [...where.values, size, filter.limit, filter.offset],
+  );
+  if (rows.length < filter.limit && (rows.length === 0 || rows[0]!.candidates === size)) return undefined;
+  return rows.map(({ candidates: _candidates, ...event }) => event);
 }
 
 /** Chat ids (snowflakes: runs of 15 to 20 digits) never appear in an audit text. */

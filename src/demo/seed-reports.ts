@@ -113,11 +113,10 @@ export async function seedReports(tx: Tx): Promise<SeedCounts> {
     [JSON.stringify(EVIDENCE.map(([report_id, submitted_by, description, url, days_ago]) => ({ report_id, submitted_by, description, url, days_ago })))],
   );
   const timeline = await tx.query(
-    `insert into report_timeline (report_id, report_life, event, actor_kind, actor_chat_id, actor_name, created_at)
-     select x.report_id, r.creation_order, x.event, case when x.actor is null then 'bot' else 'agent' end, x.actor,
+    `insert into report_timeline (report_id, event, actor_kind, actor_chat_id, actor_name, created_at)
+     select x.report_id, x.event, case when x.actor is null then 'bot' else 'agent' end, x.actor,
             coalesce(a.name, 'Automation bot'), now() - make_interval(days => x.days_ago)
      from jsonb_to_recordset($1::jsonb) as x(report_id text, actor text, event text, days_ago int)
-     join reports r on r.report_id = x.report_id
      left join agents a on a.chat_id = x.actor
      order by x.days_ago desc`,
     [JSON.stringify(TIMELINE.map(([report_id, actor, event, days_ago]) => ({ report_id, actor, event, days_ago })))],

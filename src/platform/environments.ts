@@ -129,6 +129,8 @@ export function defaultOpenDb(config: Config, log: FastifyBaseLogger): OpenDb {
         max: config.databasePoolSize,
         applicationName: `case-management-service:${env.name}`,
         onIdleError: (err) => log.error({ err, environment: env.name }, 'idle database connection failed'),
+        // A multi-host URL (issue 30): the first writable host, and each failover followed.
+        onHostChosen: (host) => log.info({ environment: env.name, host }, `${env.name} database: new connections go to ${host} (writable)`),
       });
     }
     return openPglite({ dataDir: config.dataDir === ':memory:' ? undefined : join(config.dataDir, env.name) });

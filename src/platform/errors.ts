@@ -85,7 +85,9 @@ const SQLSTATE = {
   DEADLOCK_DETECTED: '40P01',
   LOCK_NOT_AVAILABLE: '55P03',
   QUERY_CANCELED: '57014',
+  READ_ONLY_SQL_TRANSACTION: '25006',
   ADMIN_SHUTDOWN: '57P01',
+  CRASH_SHUTDOWN: '57P02',
   CANNOT_CONNECT_NOW: '57P03',
 } as const;
 
@@ -114,7 +116,11 @@ export function fromDbError(err: DbError): AppError {
   }
   const unavailable =
     (err.code !== undefined && (err.code.startsWith('08') || CONNECTION_ERRNOS.has(err.code))) ||
+    // A server that refuses writes (a standby, a primary made read-only) or is shutting down: the
+    // write may succeed on the next connection, which chooses its host again (issue 30).
+    err.code === SQLSTATE.READ_ONLY_SQL_TRANSACTION ||
     err.code === SQLSTATE.ADMIN_SHUTDOWN ||
+    err.code === SQLSTATE.CRASH_SHUTDOWN ||
     err.code === SQLSTATE.CANNOT_CONNECT_NOW ||
     err.code === SQLSTATE.QUERY_CANCELED;
   if (unavailable) return new AppError(503, `Database unavailable: ${err.message}`, 'DATABASE_UNAVAILABLE', { cause: err });

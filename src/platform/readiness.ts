@@ -1,9 +1,12 @@
 // GET /ready: whether a load balancer should send this instance traffic. Each environment's
 // database must answer one trivial statement (the applied migration versions, a table of a few
-// dozen rows) within READY_TIMEOUT_MS and have every migration this instance ships applied. Once
+// dozen rows) within READY_TIMEOUT_MS, accept writes (not `read-only`: a standby, a primary made
+// read-only, or no writable host of a multi-host URL yet) and have every migration this instance
+// ships applied. Once
 // shutdown begins the answer is 503 at once, before in-flight requests drain, so the balancer
 // stops sending while they finish. GET / stays the liveness probe (no database).
 import { ENVIRONMENTS, type EnvironmentName } from '../config.js';
+import { READ_ONLY } from './db/host-choice.js';
 import { loadMigrations, type Migration } from './db/migrate.js';
 import { DbError } from './db/types.js';
 import type { Environments } from './environments.js';
@@ -12,7 +15,7 @@ import { fromDbError } from './errors.js';
 /** Each environment's check answers within this, whatever its database does. */
 export const READY_TIMEOUT_MS = 1_000;
 
-/** "ok", or what failed: "unavailable", "timeout", "migrations pending: 0019_x.sql", "shutting down", "error: …". */
+/** "ok", or what failed: "unavailable", "read-only", "timeout", "migrations pending: 0019_x.sql", "shutting down", "error: …". */
 export type EnvironmentReadiness = string;
 
 export interface ReadinessAnswer {
@@ -84,12 +87,16 @@ export class Readiness {
     const env = this.environments.get(name);
     if (env === undefined) return 'unavailable';
     try {
-      const { rows } = await env.db.query<{ version: number }>('select version from schema_migrations');
-      const applied = new Set(rows.map((r) => Number(r.version)));
+      const { rows } = await env.db.query<{ read_only: string; versions: number[] }>(
+        "select current_setting('transaction_read_only') as read_only, array(select version from schema_migrations) as versions",
+      );
+      if (rows[0]!.read_only === 'on') return 'read-only';
+      const applied = new Set(rows[0]!.versions.map(Number));
       const pending = this.expected.filter((m) => !applied.has(m.version));
       return pending.length === 0 ? 'ok' : `migrations pending: ${pending.map(fileName).join(', ')}`;
     } catch (err) {
       const dbError = DbError.from(err);
+      if (dbError.code === READ_ONLY) return 'read-only';
       return fromDbError(dbError).statusCode === 503 ? 'unavailable' : `error: ${dbError.message}`;
     }
   }

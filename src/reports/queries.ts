@@ -62,20 +62,9 @@ const TIMELINE_COLUMNS = 'id, report_id, event, actor_kind, actor_chat_id, actor
 
 export async function addTimeline(tx: Tx, reportId: string, event: string, actor: Actor): Promise<TimelineRow> {
   const { rows } = await tx.query<TimelineRow>(
-    `insert into report_timeline (report_id, report_life, event, actor_kind, actor_chat_id, actor_name)
-     values ($1::text, (select creation_order from reports where report_id = $1::text), $2::text, $3::text, $4::text, $5::text)
-     returning ${TIMELINE_COLUMNS}`,
+    `insert into report_timeline (report_id, event, actor_kind, actor_chat_id, actor_name)
+     values ($1::text, $2::text, $3::text, $4::text, $5::text) returning ${TIMELINE_COLUMNS}`,
     [reportId, event, ...actorColumns(actor)],
-  );
-  return rows[0]!;
-}
-
-/** A timeline entry of a report deleted in this transaction: it belongs to the deleted report's pre-image. */
-export async function addTimelineOfDeleted(tx: Tx, deleted: { id: string; reportId: string }, event: string, actor: Actor): Promise<TimelineRow> {
-  const { rows } = await tx.query<TimelineRow>(
-    `insert into report_timeline (report_id, deleted_report, event, actor_kind, actor_chat_id, actor_name)
-     values ($1::text, $2::bigint, $3::text, $4::text, $5::text, $6::text) returning ${TIMELINE_COLUMNS}`,
-    [deleted.reportId, deleted.id, event, ...actorColumns(actor)],
   );
   return rows[0]!;
 }
@@ -233,17 +222,17 @@ export async function updateReportFields(tx: Tx, reportId: string, changes: Repo
 }
 
 /**
- * Writes the forensic pre-image, hands it what outlives the report (its timeline, the punishments
- * citing it: migration 0025), then removes the report (its working rows cascade). A report id used
- * again later starts with nothing of this one.
+ * Writes the forensic pre-image, then removes the report (its working rows cascade). Writing the
+ * pre-image hands it what outlives the report, its timeline and the punishments citing it
+ * (migration 0025), so a report id used again later starts with nothing of this one.
  */
 export async function deleteReportWithPreImage(
   tx: Tx,
   input: { reportId: string; preImage: unknown; reason: string; deletedBy: Actor; correlationId: string },
-): Promise<{ id: string; deleted_at: string }> {
-  const { rows } = await tx.query<{ id: string; deleted_at: string }>(
+): Promise<{ deleted_at: string }> {
+  const { rows } = await tx.query<{ deleted_at: string }>(
     `insert into deleted_reports (report_id, pre_image, reason, deleted_by_kind, deleted_by_chat_id, correlation_id)
-     values ($1::text, $2::jsonb, $3::text, $4::text, $5::text, $6::text) returning id, deleted_at`,
+     values ($1::text, $2::jsonb, $3::text, $4::text, $5::text, $6::text) returning deleted_at`,
     [
       input.reportId,
       JSON.stringify(input.preImage),
@@ -253,15 +242,8 @@ export async function deleteReportWithPreImage(
       input.correlationId,
     ],
   );
-  const deleted = rows[0]!;
-  await tx.query(
-    `update report_timeline t set deleted_report = $2::bigint
-     from reports r where r.report_id = $1::text and t.report_id = r.report_id and t.report_life = r.creation_order`,
-    [input.reportId, deleted.id],
-  );
-  await tx.query('update punishments set deleted_report = $2::bigint where report_id = $1::text', [input.reportId, deleted.id]);
   await tx.query('delete from reports where report_id = $1::text', [input.reportId]);
-  return deleted;
+  return rows[0]!;
 }
 
 export interface ChatProfileRow {

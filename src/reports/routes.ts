@@ -10,7 +10,7 @@ import { actorOf, readDb } from '../platform/http/request-context.js';
 import { COMMON_ERRORS, errorResponses } from '../platform/http/schemas.js';
 import { listAllReports, listReportPage, redact } from './list.js';
 import {
-  addTimeline, addTimelineOfDeleted, deleteReportWithPreImage, findReport, fullReportOfCreated, insertInitialEvidence, insertReport, loadFullReport, REPORT_STATUSES,
+  addTimeline, deleteReportWithPreImage, findReport, fullReportOfCreated, insertInitialEvidence, insertReport, loadFullReport, REPORT_STATUSES,
   updateReportFields, upsertChatProfile, type ReportChanges, type ReportRow, type ReportStatus,
 } from './queries.js';
 import {
@@ -183,8 +183,9 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         if (!current) throw errors.notFound(`Report ${request.params.report_id}`);
         assertMayWorkOnReport(request, current, 'delete');
         const preImage = (await loadFullReport(tx, current.report_id))!;
-        const { id, deleted_at } = await deleteReportWithPreImage(tx, { reportId: current.report_id, preImage, reason, deletedBy: actor, correlationId: request.id });
-        await addTimelineOfDeleted(tx, { id, reportId: current.report_id }, `Report deleted: ${reason}`, actor);
+        const { deleted_at } = await deleteReportWithPreImage(tx, { reportId: current.report_id, preImage, reason, deletedBy: actor, correlationId: request.id });
+        // Written after the row is gone: it belongs to the pre-image (migration 0025).
+        await addTimeline(tx, current.report_id, `Report deleted: ${reason}`, actor);
         await recordEvent(tx, {
           type: 'report.deleted', actor, correlationId: request.id, reportId: current.report_id, before: preImage, data: { reason }, isSupervisor: current.is_supervisor,
         });

@@ -73,8 +73,11 @@ describe('the supervisor rule (report-access.ts)', () => {
   it('is the SQL predicate too: true for those who see everything, the current flag for others', () => {
     expect(visibleToSql({ kind: 'key' }, ['e.report_id'])).toBe('true');
     const sql = visibleToSql({ kind: 'session', agent: agent('1', 'Senior Agent', 5), allowlisted: true, token: 't' }, ['e.report_id', 'x']);
-    expect(sql).toContain('not exists (select 1 from reports fr where fr.report_id = e.report_id and fr.is_supervisor)');
-    expect(sql).toContain("not exists (select 1 from deleted_reports fd where fd.report_id = x and (fd.pre_image ->> 'is_supervisor')::boolean)");
+    // One probe per table for all the row's reports: the live flag, and the pre-image of a deleted one.
+    expect(sql).toBe(
+      "not exists (select 1 from reports fr where fr.report_id in (e.report_id, x) and fr.is_supervisor) and " +
+        "not exists (select 1 from deleted_reports fd where fd.report_id in (e.report_id, x) and (fd.pre_image ->> 'is_supervisor')::boolean)",
+    );
   });
 });
 

@@ -120,6 +120,8 @@ describe('a malformed configuration', () => {
     expect(await service.exited).toBe(1);
     const output = service.logs.join('\n');
     expect(output).toContain('PORT: expected an integer from 0 to 65535 (got "eighty")');
-    expect(output).toContain('PRODUCTION_DATABASE_URL: expected a postgres:// connection URL (got "mysql://x")');
+    // A database URL may carry a password: the report never quotes one it cannot take apart.
+    expect(output).toContain('PRODUCTION_DATABASE_URL: expected a postgres:// connection URL (got [redacted])');
+    expect(output).not.toContain('mysql://x');
   });
 });

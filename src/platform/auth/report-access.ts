@@ -45,17 +45,23 @@ export function seesFlaggedReports(principal: Principal | null | undefined): boo
   return principal?.kind === 'session' && isSupervisorRank(principal.agent.agent_rank);
 }
 
-/** A flagged report of that id (text expression): its live row, or a deleted report's pre-image. */
-const flaggedLive = (reportId: string) => `select 1 from reports fr where fr.report_id = ${reportId} and fr.is_supervisor`;
-const flaggedDeleted = (reportId: string) =>
-  `select 1 from deleted_reports fd where fd.report_id = ${reportId} and (fd.pre_image ->> 'is_supervisor')::boolean`;
+/**
+ * A flagged report of one of those ids (text expressions; a null names none): its live row, or a
+ * deleted report's pre-image. One index probe per table for all the ids (= any of an array):
+ * reports_flagged_idx and deleted_reports_flagged_idx, both partial, so both index-only.
+ */
+const ids = (reportIds: readonly string[]) => (reportIds.length === 1 ? `= ${reportIds[0]}` : `in (${reportIds.join(', ')})`);
+const flaggedLive = (reportIds: readonly string[]) => `select 1 from reports fr where fr.report_id ${ids(reportIds)} and fr.is_supervisor`;
+const flaggedDeleted = (reportIds: readonly string[]) =>
+  `select 1 from deleted_reports fd where fd.report_id ${ids(reportIds)} and (fd.pre_image ->> 'is_supervisor')::boolean`;
 
 /**
- * SQL: the report named by the text expression is flagged now: its live row is, or a report of that
- * id was deleted while flagged, so rows that outlive a report stay as hidden as it was, even under
- * a reused id. Each probe is one index lookup (reports_flagged_idx, deleted_reports_report_idx).
+ * SQL: one of the reports named by the text expressions is flagged now: its live row is, or a
+ * report of that id was deleted while flagged, so rows that outlive a report stay as hidden as it
+ * was, even under a reused id.
  */
-export const reportFlaggedSql = (reportId: string) => `(exists (${flaggedLive(reportId)}) or exists (${flaggedDeleted(reportId)}))`;
+export const anyReportFlaggedSql = (reportIds: readonly string[]) => `(exists (${flaggedLive(reportIds)}) or exists (${flaggedDeleted(reportIds)}))`;
+export const reportFlaggedSql = (reportId: string) => anyReportFlaggedSql([reportId]);
 
 /**
  * SQL: the punishment (table punishments, by its alias) cites a flagged report: the live report it
@@ -72,7 +78,7 @@ export const punishmentFlaggedSql = (alias: string) =>
  */
 export function visibleToSql(principal: Principal | null | undefined, reportIdExpressions: readonly string[]): string {
   if (seesFlaggedReports(principal)) return 'true';
-  return reportIdExpressions.flatMap((id) => [`not exists (${flaggedLive(id)})`, `not exists (${flaggedDeleted(id)})`]).join(' and ');
+  return `not exists (${flaggedLive(reportIdExpressions)}) and not exists (${flaggedDeleted(reportIdExpressions)})`;
 }
 
 /**

@@ -1,12 +1,18 @@
 // LISTEN on PostgreSQL needs a connection of its own that stays open (a pooled one would be
 // handed back). One per Db, opened on the first listen(), carrying every channel; when it drops,
 // subscribers hear onLost, and it reconnects with backoff, LISTENs again and reports onReady.
+// With a multi-host URL it connects, as the pool does, to a host of the kind wanted (the writable
+// primary: NOTIFY is sent there), so after a failover it follows the new primary.
 import pg from 'pg';
+import { HostOrder, parseConnectionUrl, type ConnectionTarget } from './connection-url.js';
+import { connectSuitable } from './host-choice.js';
 import type { Listener } from './types.js';
 
 /** What the listening connection needs of the adapter's options (postgres.ts passes its own). */
 export interface ListenerOptions {
   connectionString: string;
+  /** The URL taken apart (postgres.ts has done it already). */
+  target?: ConnectionTarget;
   applicationName?: string;
   onIdleError?: (err: Error) => void;
 }
@@ -23,9 +29,10 @@ export function createListenerConnection(options: ListenerOptions) {
   let retry: NodeJS.Timeout | undefined;
 
   const everyone = () => [...channels.values()].flatMap((set) => [...set]);
-
-  async function connect(): Promise<void> {
-    const next = new pg.Client({ connectionString: options.connectionString, application_name: `${options.applicationName ?? 'case-management-service'}:listen` });
+  const target = options.target ?? parseConnectionUrl(options.connectionString);
+  const order = new HostOrder(target.urls.length);
+  const config = { application_name: `${options.applicationName ?? 'case-management-service'}:listen` };
+  const prepare = (next: pg.Client) => {
     next.on('notification', (message) => channels.get(message.channel)?.forEach((l) => l.onNotify(message.payload ?? '')));
     next.on('error', (err) => options.onIdleError?.(err));
     next.on('end', () => {
@@ -34,7 +41,17 @@ export function createListenerConnection(options: ListenerOptions) {
       everyone().forEach((l) => l.onLost?.());
       scheduleReconnect();
     });
-    await next.connect();
+  };
+
+  async function connect(): Promise<void> {
+    let next: pg.Client;
+    if (target.urls.length > 1 || target.attrs !== 'any') {
+      next = (await connectSuitable(target, order, config, prepare)).client;
+    } else {
+      next = new pg.Client({ ...config, connectionString: options.connectionString });
+      prepare(next);
+      await next.connect();
+    }
     for (const channel of channels.keys()) await next.query(`listen ${channel}`);
     if (closed) return void (await next.end());
     client = next;

@@ -2,11 +2,18 @@
 // Unlike PGlite, a stray call to the outer handle inside a transaction cannot hang here, so this
 // adapter does without the AsyncLocalStorage guard (on Node 20 it costs every request's promises);
 // the same code runs on PGlite in the test suite, where the guard catches the mistake.
+//
+// A multi-host URL (issue 30) is followed here: each new pooled connection goes to a host of the
+// kind its target_session_attrs asks for (host-choice.ts), and a statement refused because the
+// server is read-only or shutting down drops its connection (503) and sends the next one through
+// the hosts again. A single-host URL without the parameter connects as it always did.
 import pg from 'pg';
+import { HostOrder, parseConnectionUrl } from './connection-url.js';
+import { isRefusal, noHost, toDbError, UnsuitableHost, unsuitable } from './host-choice.js';
 import { TYPE_PARSERS } from './parsers.js';
 import { createListenerConnection } from './listener.js';
 import { createTx } from './transaction-guard.js';
-import { DbError, type Db, type QueryOptions, type QueryResult, type Row } from './types.js';
+import type { Db, QueryOptions, QueryResult, Row } from './types.js';
 
 export interface PostgresOptions {
   connectionString: string;
@@ -15,6 +22,8 @@ export interface PostgresOptions {
   /** How long to wait for a new connection before failing (pg's default: forever). */
   connectionTimeoutMillis?: number;
   onIdleError?: (err: Error) => void;
+  /** A multi-host URL's new connections go to another host than before (`host:port`). */
+  onHostChosen?: (host: string) => void;
 }
 
 const types = {
@@ -56,11 +65,49 @@ export class Turns {
   }
 }
 
+/** The host a pooled client was opened on (its index in the URL), for a multi-host URL. */
+const HOST = Symbol('host');
+type HostedClient = pg.PoolClient & { [HOST]?: number };
+
 export function openPostgres(options: PostgresOptions): Db {
   const max = options.max ?? 10;
   const turns = new Turns(max);
+  const target = parseConnectionUrl(options.connectionString);
+  // Host choice only where the URL asks for it: several hosts, or a kind of server.
+  const choosing = target.urls.length > 1 || target.attrs !== 'any';
+  const order = new HostOrder(target.urls.length);
+  /** The host the pool's next new client connects to (set by checkout just before pool.connect). */
+  let nextHost = 0;
+  class HostClient extends pg.Client {
+    readonly [HOST]: number;
+    constructor(config?: pg.ClientConfig) {
+      const host = nextHost;
+      super({ ...config, connectionString: target.urls[host] });
+      this[HOST] = host;
+    }
+
+    // pg-pool connects with a callback; a failure keeps the host it was for.
+    override connect(callback?: (...args: any[]) => void): any {
+      if (!callback) return super.connect();
+      return super.connect((err: Error) => {
+        if (err) (err as Error & { [HOST]?: number })[HOST] = this[HOST];
+        callback(err);
+      });
+    }
+  }
   const pool = new pg.Pool({
-    connectionString: options.connectionString,
+    connectionString: target.urls[0],
+    ...(choosing
+      ? {
+          Client: HostClient,
+          // Once per new connection: is this server the kind wanted? If not, the connection is
+          // closed and checkout tries the next host.
+          onConnect: async (client: pg.ClientBase) => {
+            const why = await unsuitable(client, target.attrs);
+            if (why !== undefined) throw new UnsuitableHost((client as HostedClient)[HOST] ?? 0, why);
+          },
+        }
+      : {}),
     max,
     application_name: options.applicationName ?? 'case-management-service',
     // Short indexed statements only: JIT compilation (hundreds of milliseconds) would be set off by
@@ -82,20 +129,57 @@ export function openPostgres(options: PostgresOptions): Db {
   const openedIn = new WeakMap<pg.PoolClient, number>();
   pool.on('connect', (client) => openedIn.set(client, generation));
 
+  /**
+   * A pooled client, trying the hosts in order for a new one: each host at most once, then 503
+   * (DATABASE_UNAVAILABLE: no host answered, or 25006: none was writable yet).
+   */
+  const connect = async (): Promise<pg.PoolClient> => {
+    if (!choosing) return pool.connect();
+    const failures: { host: number; err: unknown }[] = [];
+    for (const host of order.walk()) {
+      nextHost = host;
+      try {
+        const client = (await pool.connect()) as HostedClient;
+        const chosen = client[HOST] ?? host;
+        if (order.current !== chosen) {
+          order.found(chosen);
+          options.onHostChosen?.(`${target.hosts[chosen]?.host}:${target.hosts[chosen]?.port}`);
+        }
+        return client;
+      } catch (err) {
+        const failed = err instanceof UnsuitableHost ? err.host : ((err as { [HOST]?: number })[HOST] ?? host);
+        order.lost(failed);
+        failures.push({ host: failed, err });
+      }
+    }
+    throw noHost(target, failures);
+  };
+
   /** A connection for one statement or one transaction (`change`); give it back with checkin. */
   const checkout = async (change: boolean): Promise<pg.PoolClient> => {
     await turns.take(change);
     for (;;) {
       let client: pg.PoolClient;
       try {
-        client = await pool.connect();
+        client = await connect();
       } catch (err) {
         turns.give();
-        throw DbError.from(err);
+        throw toDbError(err);
       }
       if (openedIn.get(client) === generation) return client;
       client.release(true);
     }
+  };
+  /**
+   * A refused statement (read-only, shutting down, connection lost) destroys its connection, and
+   * every other pooled one at its next checkout (they are on the same server); the next new
+   * connection chooses its host again.
+   */
+  const refused = (client: pg.PoolClient, err: unknown): boolean => {
+    if (!(err instanceof Error) || !isRefusal(toDbError(err))) return false;
+    generation++;
+    order.lost((client as HostedClient)[HOST] ?? 0);
+    return true;
   };
   const checkin = (client: pg.PoolClient, destroy?: Error) => {
     client.release(destroy);
@@ -109,7 +193,7 @@ export function openPostgres(options: PostgresOptions): Db {
         : await target.query<Row>(text, values as unknown[] | undefined);
       return { rows: result.rows, rowCount: result.rowCount ?? result.rows.length };
     } catch (err) {
-      throw DbError.from(err);
+      throw toDbError(err);
     }
   };
 
@@ -118,7 +202,7 @@ export function openPostgres(options: PostgresOptions): Db {
     try {
       await target.query(sql);
     } catch (err) {
-      throw DbError.from(err);
+      throw toDbError(err);
     }
   };
 
@@ -136,6 +220,7 @@ export function openPostgres(options: PostgresOptions): Db {
       return await use(client);
     } catch (err) {
       failure = err as Error;
+      refused(client, err);
       throw err;
     } finally {
       client.off('error', ignore);
@@ -143,7 +228,7 @@ export function openPostgres(options: PostgresOptions): Db {
     }
   };
 
-  const listener = createListenerConnection(options);
+  const listener = createListenerConnection({ ...options, target });
   let closing: Promise<void> | undefined;
   const db: Db = {
     kind: 'postgres',
@@ -153,6 +238,10 @@ export function openPostgres(options: PostgresOptions): Db {
     exec: (sql) => once((client) => execOn(client, sql)),
     async transaction(fn) {
       const client = await checkout(true);
+      // As in `once`: a connection lost mid-transaction rejects its statements, it must not crash
+      // the process through an 'error' event nobody listens to.
+      const ignore = () => undefined;
+      client.on('error', ignore);
       const { tx, end } = createTx((text, values, options) => run(client, text, values, options), (sql) => execOn(client, sql));
       let broken: Error | undefined;
       try {
@@ -161,11 +250,14 @@ export function openPostgres(options: PostgresOptions): Db {
         await run(client, 'commit');
         return result;
       } catch (err) {
-        await client.query('rollback').catch((rollbackErr: Error) => (broken = rollbackErr));
+        if (refused(client, err)) broken = err as Error;
+        else await client.query('rollback').catch((rollbackErr: Error) => (broken = rollbackErr));
         throw err;
       } finally {
         end();
-        // A client whose rollback failed is in an unknown state: destroy it rather than reuse it.
+        client.off('error', ignore);
+        // A client whose rollback failed is in an unknown state, one refused is on a server that
+        // cannot take the work: destroy it rather than reuse it.
         checkin(client, broken);
       }
     },

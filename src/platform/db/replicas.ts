@@ -16,6 +16,7 @@
 import { performance } from 'node:perf_hooks';
 import type { FastifyBaseLogger } from 'fastify';
 import { withinDeadline } from '../deadline.js';
+import { describeConnectionUrl } from './connection-url.js';
 import { openPostgres } from './postgres.js';
 import type { Db, QueryOptions, QueryResult, Queryable } from './types.js';
 
@@ -64,10 +65,9 @@ export function formatLsn(lsn: bigint): string {
   return `${(lsn >> 32n).toString(16).toUpperCase()}/${(lsn & 0xffffffffn).toString(16).toUpperCase()}`;
 }
 
-/** A replica URL as shown to operators: no user, no password. */
+/** A replica URL as shown to operators: no user, no password (every host of a multi-host URL). */
 export function replicaName(url: string): string {
-  const u = new URL(url);
-  return `${u.hostname}:${u.port || '5432'}${u.pathname}`;
+  return describeConnectionUrl(url);
 }
 
 interface Replica {

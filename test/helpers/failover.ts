@@ -1,0 +1,151 @@
+// The failover test's pair of clusters (scripts/failover-clusters.sh: cms_failover_a on 5451,
+// cms_failover_b on 5452, roles that swap), and a recorder of every answer a write load gets.
+import { execFile } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { insertAgent } from '../../src/agents/queries.js';
+import { createSession, SESSION_COOKIE } from '../../src/platform/auth/sessions.js';
+import type { Db } from '../../src/platform/db/types.js';
+import { chatId } from './identity.js';
+
+export const CLUSTERS = ['cms_failover_a', 'cms_failover_b'] as const;
+export const PORTS = [Number(process.env.FAILOVER_A_PORT ?? 5451), Number(process.env.FAILOVER_B_PORT ?? 5452)] as const;
+/** The port of cluster 0 or 1. */
+export const port = (index: number): number => PORTS[index === 0 ? 0 : 1];
+const SCRIPT = join(import.meta.dirname, '../../scripts/failover-clusters.sh');
+const run = promisify(execFile);
+
+export const urlAt = (port: number, database = 'postgres') => `postgres://root@127.0.0.1:${port}/${database}`;
+/** The service's URL: both hosts, the writable one chosen (libpq's form). */
+export const multiHostUrl = (database: string) => `postgres://root@127.0.0.1:${PORTS[0]},127.0.0.1:${PORTS[1]}/${database}?target_session_attrs=read-write`;
+
+export async function sql<R extends pg.QueryResultRow = Record<string, any>>(url: string, text: string, values: unknown[] = []): Promise<R[]> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    return (await client.query<R>(text, values)).rows;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** Which of the two is the primary now (0 or 1), or undefined when no primary answers. */
+export async function primaryIndex(): Promise<number | undefined> {
+  for (const i of [0, 1]) {
+    try {
+      const [row] = await sql(urlAt(port(i)), 'select pg_is_in_recovery() as recovery');
+      if (row?.recovery === false) return i;
+    } catch {
+      // not answering
+    }
+  }
+  return undefined;
+}
+
+/** The pair is there: a primary answers on one of its ports (repairPair makes the other its standby). */
+export async function pairAnswers(): Promise<boolean> {
+  return (await primaryIndex()) !== undefined;
+}
+
+const version = () => readdirSync('/etc/postgresql').sort((a, b) => Number(a) - Number(b)).at(-1)!;
+
+export async function ctl(index: number, ...args: string[]): Promise<void> {
+  await run('pg_ctlcluster', ['--skip-systemctl-redirect', version(), CLUSTERS[index]!, ...args]);
+}
+
+/** Makes the pair whole again: the primary kept, the other its synchronous standby (a new base backup if need be). */
+export async function repairPair(): Promise<string> {
+  return (await run(SCRIPT, [], { timeout: 120_000 })).stdout;
+}
+
+/** `default_transaction_read_only` on the server, for every session, at once (ALTER SYSTEM and a reload). */
+export async function setReadOnly(port: number, on: boolean): Promise<void> {
+  await sql(urlAt(port), on ? 'alter system set default_transaction_read_only = on' : 'alter system reset default_transaction_read_only');
+  await sql(urlAt(port), 'select pg_reload_conf()');
+}
+
+export interface Answer {
+  kind: 'create' | 'claim' | 'complete' | 'inject';
+  /** performance.now() when the request left and when its answer came. */
+  start: number;
+  end: number;
+  status: number;
+  code?: string;
+  /** The report id, action id or injection id the write was about. */
+  id?: string | number;
+  body: any;
+}
+
+/** Every write's answer, in the order they came. */
+export class Recorder {
+  readonly answers: Answer[] = [];
+
+  async send(kind: Answer['kind'], url: string, init: RequestInit, id?: string | number): Promise<Answer> {
+    const start = performance.now();
+    const res = await fetch(url, { ...init, signal: AbortSignal.timeout(15_000) });
+    const text = await res.text();
+    let body: any;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = text;
+    }
+    const answer: Answer = { kind, start, end: performance.now(), status: res.status, code: body?.code, id, body };
+    this.answers.push(answer);
+    return answer;
+  }
+
+  ok(kind?: Answer['kind']): Answer[] {
+    return this.answers.filter((a) => a.status >= 200 && a.status < 300 && a.status !== 204 && (kind === undefined || a.kind === kind));
+  }
+}
+
+export interface ReadyPoll {
+  at: number;
+  status: number;
+  production: string | undefined;
+  code: string | undefined;
+}
+
+/** Polls GET /ready on each instance every `everyMs` until stopped. */
+export function pollReady(urls: string[], everyMs = 100) {
+  const polls: ReadyPoll[] = [];
+  let stopped = false;
+  const loop = async (url: string) => {
+    while (!stopped) {
+      try {
+        const res = await fetch(`${url}/ready`, { signal: AbortSignal.timeout(5_000) });
+        const body = (await res.json()) as { code?: string; environments?: { production?: string } };
+        polls.push({ at: performance.now(), status: res.status, production: body.environments?.production, code: body.code });
+      } catch {
+        polls.push({ at: performance.now(), status: 0, production: undefined, code: undefined });
+      }
+      await new Promise((r) => setTimeout(r, everyMs));
+    }
+  };
+  const done = Promise.all(urls.map(loop));
+  return {
+    polls,
+    async stop() {
+      stopped = true;
+      await done;
+    },
+  };
+}
+
+/** A trainer (signed in: `headers`) running a training session with an onboarding trainee. */
+export async function seedTrainer(db: Db, baseUrl: string): Promise<{ trainer: { cookie: string }; trainerId: string; sessionId: number }> {
+  const agent = (overrides: { name: string; status: 'active' | 'onboarding'; clearance_level: number; is_trainer: boolean }) =>
+    insertAgent(db, { chat_id: chatId(), agent_rank: 'Agent', ...overrides }).then((a) => a!);
+  const trainer = await agent({ name: 'Failover Trainer', status: 'active', clearance_level: 2, is_trainer: true });
+  const trainee = await agent({ name: 'Failover Trainee', status: 'onboarding', clearance_level: 1, is_trainer: false });
+  const { token } = await createSession(db, 'production', trainer.chat_id);
+  const headers = { cookie: `${SESSION_COOKIE}=${token}` };
+  const res = await fetch(`${baseUrl}/training/sessions`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ trainee_id: trainee.chat_id }) });
+  if (res.status !== 201) throw new Error(`training session not created: ${res.status} ${await res.text()}`);
+  return { trainer: headers, trainerId: trainer.chat_id, sessionId: ((await res.json()) as { session: { id: number } }).session.id };
+}
