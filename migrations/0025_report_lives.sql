@@ -15,6 +15,7 @@
 -- The database does the bookkeeping (triggers), so the statements that write a timeline row or a
 -- pre-image are the same as before: the release before this one runs unchanged on this schema
 -- (rolling upgrades, docs/decisions.md).
+-- upgrade-safe add-constraint: reports_life_key holds for any rows (creation_order is unique alone), and the foreign key binds only report_life, which the release before never writes and the triggers below fill with the live report's
 --
 -- Timeline rows written before this migration are given to the life they were written in: the live
 -- report if they are not older than it, else the deletion that ended theirs. Rows of a report
