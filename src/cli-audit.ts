@@ -4,7 +4,7 @@
 import { pino } from 'pino';
 import { describeProblem, recordVerification, verifyChain } from './platform/audit-chain/verify.js';
 import { ENV_OPTION, parseEnvironment, parseOptions, UsageError } from './cli-options.js';
-import { loadConfig } from './config.js';
+import { loadConfig, type EnvironmentName } from './config.js';
 import { DataFolderLockedError } from './platform/db/lock-file.js';
 import { migrate } from './platform/db/migrate.js';
 import type { Db } from './platform/db/types.js';
@@ -32,22 +32,27 @@ async function verifyAuditCommand(args: string[]): Promise<number> {
     return 1;
   }
   try {
-    await migrate(db);
-    const v = await verifyChain(db, { against });
-    await recordVerification(db, v, against);
-    const took = `${v.seconds.toFixed(1)} s`;
-    if (!v.ok) {
-      console.error(`${env}: audit chain does NOT verify: ${describeProblem(v.problem!)}`);
-      console.error(`${env}: the ${v.rows} seals before it verify, ending in ${v.head} (${took})`);
-      return 1;
-    }
-    console.log(`${env}: audit chain verifies: ${v.rows} rows, head ${v.head} (${took})`);
-    if (v.checkpointAt !== null) console.log(`${env}: extends checkpoint ${against!.toLowerCase()} (at ${v.checkpointAt} rows)`);
-    if (v.pending > 0) console.log(`${env}: ${v.pending} newer rows are not sealed yet (the running service seals them within seconds)`);
-    return 0;
+    // PostgreSQL itself, not a pooler: one repeatable-read walk of the whole chain (src/platform/audit-chain/verify.ts).
+    return await db.direct((direct) => verifyOn(direct, env, against));
   } finally {
     await db.close();
   }
+}
+
+async function verifyOn(db: Db, env: EnvironmentName, against: string | undefined): Promise<number> {
+  await migrate(db);
+  const v = await verifyChain(db, { against });
+  await recordVerification(db, v, against);
+  const took = `${v.seconds.toFixed(1)} s`;
+  if (!v.ok) {
+    console.error(`${env}: audit chain does NOT verify: ${describeProblem(v.problem!)}`);
+    console.error(`${env}: the ${v.rows} seals before it verify, ending in ${v.head} (${took})`);
+    return 1;
+  }
+  console.log(`${env}: audit chain verifies: ${v.rows} rows, head ${v.head} (${took})`);
+  if (v.checkpointAt !== null) console.log(`${env}: extends checkpoint ${against!.toLowerCase()} (at ${v.checkpointAt} rows)`);
+  if (v.pending > 0) console.log(`${env}: ${v.pending} newer rows are not sealed yet (the running service seals them within seconds)`);
+  return 0;
 }
 
 export const AUDIT_COMMANDS: Record<string, (args: string[]) => Promise<number>> = {

@@ -65,8 +65,9 @@ async function backupCommand(args: string[]): Promise<number> {
   const out = requiredString(values, 'out', 'the file to write');
   if (existsSync(out)) return fail([`backup: ${out} already exists; choose a new file name (nothing was written)`]);
   const config = loadConfig();
-  const url = config.environments[env].databaseUrl;
-  if (url) return pgDump(env, url, out);
+  // pg_dump's session (its snapshot, its settings) needs PostgreSQL itself, never a pooler.
+  const { databaseUrl, databaseDirectUrl } = config.environments[env];
+  if (databaseUrl) return pgDump(env, databaseDirectUrl ?? databaseUrl, out);
 
   const opened = await openEmbedded(config, env, 'backup', LOCKED_HINT);
   if (Array.isArray(opened)) return fail(opened);

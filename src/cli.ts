@@ -45,7 +45,7 @@ async function migrateCommand(args: string[]): Promise<number> {
   const targets = values.env === undefined ? [...ENVIRONMENTS] : [parseEnvironment(values.env)];
   const config = loadConfig();
   for (const name of targets) {
-    const applied = await withDb(config, name, migrate);
+    const applied = await withDb(config, name, (db) => db.direct(migrate));
     console.log(`${name}: ${applied.length === 0 ? 'up to date' : `applied ${applied.join(', ')}`}`);
   }
   return 0;
@@ -118,7 +118,7 @@ async function bootstrapCommand(args: string[]): Promise<number> {
 
   const config = loadConfig();
   return withDb(config, env, async (db) => {
-    await migrate(db);
+    await db.direct(migrate);
     const result = await db.transaction((tx) => bootstrapDirector(tx, chatId, name));
     const changes = describeChanges(result);
     if (changes.length === 0) {
@@ -134,7 +134,7 @@ async function seedDemoCommand(args: string[]): Promise<number> {
   parseOptions(args, {});
   const config = loadConfig();
   return withDb(config, 'demo', async (db) => {
-    const applied = await migrate(db);
+    const applied = await db.direct(migrate);
     if (applied.length > 0) console.log(`demo: applied migrations ${applied.join(', ')}`);
     const counts: SeedCounts = await db.transaction(resetDemo);
     const summary = Object.entries(counts).map(([table, n]) => `${n} ${table}`).join(', ');
@@ -169,7 +169,7 @@ async function importScenariosCommand(args: string[]): Promise<number> {
   }
   const config = loadConfig();
   return withDb(config, env, async (db) => {
-    await migrate(db);
+    await db.direct(migrate);
     const result = await db.transaction((tx) => upsertScenarios(tx, check.scenarios));
     for (const [verb, slugs] of Object.entries(result)) {
       if (slugs.length > 0) console.log(`${env}: ${verb} ${slugs.length}: ${slugs.join(', ')}`);

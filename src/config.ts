@@ -11,6 +11,8 @@ export interface EnvironmentConfig {
   name: EnvironmentName;
   hosts: string[];
   databaseUrl: string | undefined;
+  /** PostgreSQL itself when databaseUrl is a pooler (<ENV>_DATABASE_DIRECT_URL): LISTEN, migrations, backups, verify-audit. */
+  databaseDirectUrl: string | undefined;
   /** Streaming replicas of databaseUrl that serve reads (<ENV>_DATABASE_REPLICA_URLS); empty: none. */
   replicaUrls: string[];
   apiKey: string | undefined;
@@ -64,6 +66,8 @@ export interface Config {
   replicaMaxLagMs: number;
   /** Connections per environment's PostgreSQL pool, per instance. */
   databasePoolSize: number;
+  /** DATABASE_PREPARED_STATEMENTS: named prepared statements for the hot statements; false behind a pooler that cannot carry them. */
+  databasePreparedStatements: boolean;
   /** A request (headers and body) not received within this is answered 408 and its socket closed. */
   requestTimeoutMs: number;
   /** A connection whose request headers are not complete within this is answered 408 and closed. */
@@ -128,6 +132,7 @@ export function parseConfig(env: Env): Config {
       name,
       hosts: read(`${prefix}_HOSTS`, name === 'production' ? ['localhost', '127.0.0.1'] : ['demo.localhost'], parseHosts),
       databaseUrl: read(`${prefix}_DATABASE_URL`, undefined, parsePostgresUrl),
+      databaseDirectUrl: read(`${prefix}_DATABASE_DIRECT_URL`, undefined, parsePostgresUrl),
       replicaUrls: read(`${prefix}_DATABASE_REPLICA_URLS`, [], parsePostgresUrls),
       apiKey: read(`${prefix}_API_KEY`, undefined, parseApiKey),
       apiKeyPrevious: read(`${prefix}_API_KEY_PREVIOUS`, undefined, parseApiKey),
@@ -141,8 +146,9 @@ export function parseConfig(env: Env): Config {
   const shared = production.hosts.filter((h) => demo.hosts.includes(h));
   if (shared.length > 0) problems.push(`PRODUCTION_HOSTS, DEMO_HOSTS: ${shared.join(', ')} listed in both`);
   problems.push(...apiKeyProblems(environments));
-  for (const { name, databaseUrl, replicaUrls } of Object.values(environments)) {
+  for (const { name, databaseUrl, databaseDirectUrl, replicaUrls } of Object.values(environments)) {
     const prefix = name.toUpperCase();
+    if (databaseDirectUrl !== undefined && databaseUrl === undefined) problems.push(`${prefix}_DATABASE_DIRECT_URL: set without ${prefix}_DATABASE_URL (the direct connection is beside a pooler's URL)`);
     // Replicas copy a PostgreSQL primary; the embedded store has none to copy.
     if (replicaUrls.length > 0 && databaseUrl === undefined) problems.push(`${prefix}_DATABASE_REPLICA_URLS: set without ${prefix}_DATABASE_URL (replicas serve a PostgreSQL primary's reads)`);
     if (databaseUrl !== undefined && replicaUrls.includes(databaseUrl)) problems.push(`${prefix}_DATABASE_REPLICA_URLS: lists ${prefix}_DATABASE_URL itself`);
@@ -183,6 +189,7 @@ export function parseConfig(env: Env): Config {
     replicaMaxLagMs: Math.round(read('REPLICA_MAX_LAG_SECONDS', 5, parseReplicaLag) * 1000),
     auditSealIntervalMs: Math.round(read('AUDIT_SEAL_INTERVAL_SECONDS', 1, parseSealInterval) * 1000),
     databasePoolSize: read('DATABASE_POOL_SIZE', 10, parsePoolSize),
+    databasePreparedStatements: read('DATABASE_PREPARED_STATEMENTS', true, parseBoolean),
     // Whole milliseconds, at least one: Node takes integers, and 0 would mean "no timeout".
     requestTimeoutMs: Math.max(1, Math.round(read('REQUEST_TIMEOUT_SECONDS', 30, parseSeconds) * 1000)),
     headersTimeoutMs: Math.max(1, Math.round(read('HEADERS_TIMEOUT_SECONDS', 10, parseSeconds) * 1000)),

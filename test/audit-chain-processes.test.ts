@@ -44,7 +44,7 @@ function cli(args: string[], env: Record<string, string>): Promise<{ code: numbe
 
 /** The production database of `env` while no service holds it. */
 async function openProduction(env: Record<string, string>): Promise<Db> {
-  return env.PRODUCTION_DATABASE_URL ? openPostgres({ connectionString: env.PRODUCTION_DATABASE_URL, max: 2 }) : openPglite({ dataDir: join(env.DATA_DIR!, 'production') });
+  return env.PRODUCTION_DATABASE_URL ? openPostgres({ connectionString: env.PRODUCTION_DATABASE_DIRECT_URL ?? env.PRODUCTION_DATABASE_URL, max: 2 }) : openPglite({ dataDir: join(env.DATA_DIR!, 'production') });
 }
 
 describe(`checkpoints and verify-audit on ${storeName}`, () => {

@@ -14,7 +14,7 @@ import { openPglite } from '../src/platform/db/pglite.js';
 import { openPostgres } from '../src/platform/db/postgres.js';
 import type { Db } from '../src/platform/db/types.js';
 import { createTestApp, PRODUCTION_KEY } from './helpers/app.js';
-import { adminQuery, createTestDatabase, onPostgres } from './helpers/stores.js';
+import { adminQuery, createTestDatabase, databaseEnv, onPostgres } from './helpers/stores.js';
 import { everyTable } from './helpers/tables.js';
 
 const CLI = join(import.meta.dirname, '../dist/src/cli.js');
@@ -156,7 +156,7 @@ describe.skipIf(!onPostgres)('on PostgreSQL', () => {
     try {
       await live.db.transaction(resetDemo);
       const file = join(dataDir, 'pg.dump');
-      const backup = await cli(['backup', '--env', 'production', '--out', file], { PRODUCTION_DATABASE_URL: live.url! });
+      const backup = await cli(['backup', '--env', 'production', '--out', file], databaseEnv('PRODUCTION', live));
       expect(backup).toMatchObject({ code: 0, stderr: '' });
       expect(backup.stdout).toContain('by pg_dump (custom format');
       await new Promise<void>((resolve, reject) =>

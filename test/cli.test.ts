@@ -10,7 +10,7 @@ import type { EnvironmentName } from '../src/config.js';
 import { DEMO_ADMIN_HISTORY } from '../src/demo/seed-admin.js';
 import { openPglite } from '../src/platform/db/pglite.js';
 import type { Db } from '../src/platform/db/types.js';
-import { createTestDatabase, onPostgres, storeName, type TestDatabase } from './helpers/stores.js';
+import { createTestDatabase, databaseEnv, onPostgres, storeName, type TestDatabase } from './helpers/stores.js';
 
 const CLI = join(import.meta.dirname, '../dist/src/cli.js');
 const ROOT_ID = '123456789012345678';
@@ -37,7 +37,7 @@ interface Run {
 /** Runs the CLI on the store under test (`embedded: true` forces the data folder). */
 function cli(args: string[], { embedded = false } = {}): Promise<Run> {
   const env: Record<string, string> = { PATH: process.env.PATH ?? '', DATA_DIR: dataDir };
-  if (onPostgres && !embedded) Object.assign(env, { PRODUCTION_DATABASE_URL: pg.production!.url!, DEMO_DATABASE_URL: pg.demo!.url! });
+  if (onPostgres && !embedded) Object.assign(env, databaseEnv('PRODUCTION', pg.production!), databaseEnv('DEMO', pg.demo!));
   // cwd: the temporary folder, so no .env of the working copy is read.
   return new Promise((resolve) => {
     execFile(process.execPath, [CLI, ...args], { env, cwd: dataDir }, (err, stdout, stderr) => {

@@ -30,6 +30,7 @@ describe('parseConfig', () => {
       auditSealIntervalMs: 1_000,
       replicaMaxLagMs: 5_000,
       databasePoolSize: 10,
+      databasePreparedStatements: true,
       realtimeMaxConnectionsPerAddress: 200,
       realtimeMaxConnections: 20_000,
       signinRateLimitPerMinute: 30,
@@ -38,6 +39,7 @@ describe('parseConfig', () => {
       name: 'production',
       hosts: ['localhost', '127.0.0.1'],
       databaseUrl: undefined,
+      databaseDirectUrl: undefined,
       replicaUrls: [],
       apiKey: undefined,
       apiKeyPrevious: undefined,
@@ -81,6 +83,8 @@ describe('parseConfig', () => {
       QUEUE_STALE_TIMEOUT_SECONDS: '2.5',
       AUDIT_SEAL_INTERVAL_SECONDS: '0.5',
       DATABASE_POOL_SIZE: '16',
+      PRODUCTION_DATABASE_DIRECT_URL: 'postgres://u:p@db-direct:5432/prod',
+      DATABASE_PREPARED_STATEMENTS: 'false',
       PRODUCTION_DATABASE_REPLICA_URLS: 'postgres://u:p@replica-1:5432/prod, postgres://u:p@replica-2:5432/prod',
       REPLICA_MAX_LAG_SECONDS: '2.5',
       REALTIME_MAX_CONNECTIONS_PER_ADDRESS: '50',
@@ -112,6 +116,9 @@ describe('parseConfig', () => {
     expect(config.queueStaleTimeoutMs).toBe(2500);
     expect(config.auditSealIntervalMs).toBe(500);
     expect(config.databasePoolSize).toBe(16);
+    expect(config.environments.production.databaseDirectUrl).toBe('postgres://u:p@db-direct:5432/prod');
+    expect(config.environments.demo.databaseDirectUrl).toBeUndefined();
+    expect(config.databasePreparedStatements).toBe(false);
     expect(config.environments.production.replicaUrls).toEqual(['postgres://u:p@replica-1:5432/prod', 'postgres://u:p@replica-2:5432/prod']);
     expect(config.environments.demo.replicaUrls).toEqual([]);
     expect(config.replicaMaxLagMs).toBe(2500);
@@ -145,6 +152,10 @@ describe('parseConfig', () => {
     [{ REPLICA_MAX_LAG_SECONDS: '301' }, 'REPLICA_MAX_LAG_SECONDS: expected a number of seconds from 0.1 to 300'],
     [{ REPLICA_MAX_LAG_SECONDS: '0' }, 'REPLICA_MAX_LAG_SECONDS: expected a number of seconds from 0.1 to 300'],
     [{ DATABASE_POOL_SIZE: '0' }, 'DATABASE_POOL_SIZE: expected a whole number from 1 to 100'],
+    [{ DEMO_DATABASE_DIRECT_URL: 'postgres://db:5432/demo' }, 'DEMO_DATABASE_DIRECT_URL: set without DEMO_DATABASE_URL (the direct connection is beside a pooler\'s URL)'],
+    [{ PRODUCTION_DATABASE_URL: 'postgres://pooler:6432/db', PRODUCTION_DATABASE_DIRECT_URL: 'db:5432/db' }, 'PRODUCTION_DATABASE_DIRECT_URL: expected a postgres:// connection URL (got "db:5432/db")'],
+    [{ DATABASE_PREPARED_STATEMENTS: 'off' }, 'DATABASE_PREPARED_STATEMENTS: expected true or false (got "off")'],
+    [{ DATABASE_PREPARED_STATEMENTS: 'TRUE' }, 'DATABASE_PREPARED_STATEMENTS: expected true or false (got "TRUE")'],
     [{ DATABASE_POOL_SIZE: 'many' }, 'DATABASE_POOL_SIZE: expected a whole number from 1 to 100'],
     [{ REALTIME_MAX_CONNECTIONS_PER_ADDRESS: '0' }, 'REALTIME_MAX_CONNECTIONS_PER_ADDRESS: expected a whole number from 1 to 1000000 (got "0")'],
     [{ REALTIME_MAX_CONNECTIONS: '20k' }, 'REALTIME_MAX_CONNECTIONS: expected a whole number from 1 to 1000000 (got "20k")'],

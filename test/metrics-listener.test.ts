@@ -6,7 +6,7 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { answering, freePort, startService, type Service } from './helpers/service-process.js';
 import { parse, value } from './helpers/metrics.js';
-import { createTestDatabase, onPostgres, type TestDatabase } from './helpers/stores.js';
+import { createTestDatabase, databaseEnv, onPostgres, type TestDatabase } from './helpers/stores.js';
 import { ConfigError, parseConfig } from '../src/config.js';
 
 const KEY = 'metrics-listener-production-key-000';
@@ -63,7 +63,7 @@ describe('the METRICS_PORT listener of the service process', () => {
     if (onPostgres) {
       const [production, demo] = [await createTestDatabase(), await createTestDatabase()];
       databases.push(production, demo);
-      Object.assign(env, { PRODUCTION_DATABASE_URL: production.url!, DEMO_DATABASE_URL: demo.url! });
+      Object.assign(env, databaseEnv('PRODUCTION', production), databaseEnv('DEMO', demo));
     }
   }, 60_000);
 

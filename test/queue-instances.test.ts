@@ -9,7 +9,7 @@ import { drainQueue, exactlyOnceProblems, killPartWay, type FleetQueue } from '.
 import { seedActions, seedDeliveries } from '../bench/lib/queue-seed.js';
 import type { Db } from '../src/platform/db/types.js';
 import { answering, freePort, startService, type Service } from './helpers/service-process.js';
-import { createTestDatabase, onPostgres, type TestDatabase } from './helpers/stores.js';
+import { createTestDatabase, databaseEnv, onPostgres, type TestDatabase } from './helpers/stores.js';
 
 const KEY = 'instances-production-key-0000000';
 const WORKERS = 32;
@@ -34,8 +34,8 @@ describe.runIf(onPostgres)('two instances on one PostgreSQL database', () => {
     databases.push(production, demo);
     db = production.db;
     env = {
-      PRODUCTION_DATABASE_URL: production.url!,
-      DEMO_DATABASE_URL: demo.url!,
+      ...databaseEnv('PRODUCTION', production),
+      ...databaseEnv('DEMO', demo),
       PRODUCTION_API_KEY: KEY,
       DEMO_API_KEY: `${KEY}-demo`,
       QUEUE_STALE_TIMEOUT_SECONDS: String(STALE_SECONDS),

@@ -9,7 +9,7 @@ import { DEMO_SCENARIOS } from '../src/demo/seed-scenarios.js';
 import { openPglite } from '../src/platform/db/pglite.js';
 import type { Db } from '../src/platform/db/types.js';
 import { checkScenarioFile } from '../src/training/scenario-file.js';
-import { createTestDatabase, onPostgres, type TestDatabase } from './helpers/stores.js';
+import { createTestDatabase, databaseEnv, onPostgres, type TestDatabase } from './helpers/stores.js';
 
 const clone = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
 
@@ -81,7 +81,7 @@ describe('npm run cli -- import-scenarios', () => {
   const run = (args: string[]) =>
     new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
       const env: Record<string, string> = { PATH: process.env.PATH ?? '', DATA_DIR: dir };
-      if (database) env.PRODUCTION_DATABASE_URL = database.url!;
+      if (database) Object.assign(env, databaseEnv('PRODUCTION', database));
       execFile(process.execPath, [CLI, ...args], { env, cwd: dir }, (err, stdout, stderr) =>
         resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
       );

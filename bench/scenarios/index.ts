@@ -8,6 +8,7 @@ import { reportsAtScale } from './reports-at-scale.js';
 import { embeddedStartup } from './embedded-startup.js';
 import { gameLookup } from './game-lookup.js';
 import { metricsOverhead } from './metrics-overhead.js';
+import { poolerCost } from './pooler-cost.js';
 import { generateCase } from './generate-case.js';
 import { queueDrain } from './queue-drain.js';
 import { queuePoll } from './queue-poll.js';
@@ -18,4 +19,4 @@ import { trainingClassroom } from './training-classroom.js';
 import { visibilityCost } from './visibility-cost.js';
 
 /** Run order; a new scenario is one file in this folder plus one entry here. */
-export const scenarios: Scenario[] = [root, generateCase, authMe, metricsOverhead, embeddedStartup, reportCreate, reportsAtScale, queuePoll, queueDrain, adminHealth, gameLookup, trainingClassroom, realtimeFanout, realtimeFanoutTenfold, auditSealing, dataGrowth, visibilityCost, soakScenario];
+export const scenarios: Scenario[] = [root, generateCase, authMe, metricsOverhead, embeddedStartup, reportCreate, reportsAtScale, queuePoll, queueDrain, adminHealth, gameLookup, trainingClassroom, realtimeFanout, realtimeFanoutTenfold, auditSealing, dataGrowth, visibilityCost, poolerCost, soakScenario];

@@ -12,6 +12,7 @@ import { ChangeCache } from './cache/change-cache.js';
 import { migrate } from './db/migrate.js';
 import { observeDatabases, type DbObservation } from './db/observe.js';
 import { openPglite, type PgliteDb } from './db/pglite.js';
+import { warnIfJitOn } from './db/pooler.js';
 import { openPostgres } from './db/postgres.js';
 import { ReplicaSet } from './db/replicas.js';
 import { DbError, type Db, type QueryOptions } from './db/types.js';
@@ -92,6 +93,7 @@ function environmentDb(db: Db, onCommit: () => void, observed: DbObservation | u
       }
     },
     listen: (channel, listener) => db.listen(channel, listener),
+    direct: (fn) => db.direct(fn),
     resetStatements: () => db.resetStatements(),
     poolStats: () => db.poolStats(),
     close: () => db.close(),
@@ -126,6 +128,8 @@ export function defaultOpenDb(config: Config, log: FastifyBaseLogger): OpenDb {
     if (env.databaseUrl) {
       return openPostgres({
         connectionString: env.databaseUrl,
+        directConnectionString: env.databaseDirectUrl,
+        preparedStatements: config.databasePreparedStatements,
         max: config.databasePoolSize,
         applicationName: `case-management-service:${env.name}`,
         onIdleError: (err) => log.error({ err, environment: env.name }, 'idle database connection failed'),
@@ -276,7 +280,8 @@ export class Environments {
     };
     try {
       db = await this.options.openDb(envConfig);
-      await migrate(db);
+      await db.direct(migrate);
+      await warnIfJitOn(db, envConfig, this.options.log);
       await this.options.onOpen(name, db, this.options.log);
       await db.listen(AUTH_CHANNEL, {
         onNotify: (chatId) => sessions.invalidate(chatId),
@@ -320,6 +325,7 @@ export class Environments {
         urls: envConfig.replicaUrls,
         maxLagSeconds: this.config.replicaMaxLagMs / 1000,
         poolSize: this.config.databasePoolSize,
+        preparedStatements: this.config.databasePreparedStatements,
         applicationName: `case-management-service:${name}`,
         onIdleError: (err) => this.options.log.error({ err, environment: name }, 'idle replica connection failed'),
         log: this.options.log.child({ environment: name }),

@@ -30,6 +30,8 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     // Every request of a test comes from 127.0.0.1: the sign-in limit (30 a minute) is lifted here
     // and tested at its default in test/auth-signin-limit.test.ts.
     SIGNIN_RATE_LIMIT_PER_MINUTE: '1000000',
+    // The run's setting (false through PgBouncer: .ci/run), unless a test sets its own.
+    ...(process.env.DATABASE_PREPARED_STATEMENTS ? { DATABASE_PREPARED_STATEMENTS: process.env.DATABASE_PREPARED_STATEMENTS } : {}),
     ...overrides,
   });
 }
@@ -79,7 +81,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     openDb: async (env) => {
       const custom = options.openDb?.[env.name];
       if (custom) return (opened[env.name] = await custom(env));
-      databases[env.name] = await createTestDatabase();
+      databases[env.name] = await createTestDatabase({ preparedStatements: config.databasePreparedStatements });
       return databases[env.name]!.db;
     },
   });

@@ -3,7 +3,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createTestDatabase, onPostgres, type TestDatabase } from './stores.js';
+import { createTestDatabase, databaseEnv, onPostgres, type TestDatabase } from './stores.js';
 
 export const SERVER = join(import.meta.dirname, '../../dist/src/server.js');
 
@@ -35,7 +35,7 @@ export async function withServiceDatabases(env: Record<string, string>, database
   for (const name of ['PRODUCTION', 'DEMO']) {
     const db = await createTestDatabase({ empty: true });
     databases.push(db);
-    urls[`${name}_DATABASE_URL`] = db.url!;
+    Object.assign(urls, databaseEnv(name, db));
   }
   return { ...env, ...urls };
 }

@@ -8,10 +8,20 @@ import { inject } from 'vitest';
 import { openPglite } from '../../src/platform/db/pglite.js';
 import { openPostgres } from '../../src/platform/db/postgres.js';
 import type { Db } from '../../src/platform/db/types.js';
+import { parseConfig } from '../../src/config.js';
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
 export const onPostgres = TEST_DATABASE_URL !== undefined && TEST_DATABASE_URL !== '';
 export const storeName = onPostgres ? 'postgres' : 'pglite';
+/**
+ * A connection pooler in front of TEST_DATABASE_URL's server (PgBouncer in transaction mode, from
+ * scripts/pgbouncer.sh): with it set, every test database's pool goes through it, and what needs
+ * PostgreSQL itself (LISTEN, migrations, backups, verify-audit) goes to TEST_DATABASE_URL, as
+ * <ENV>_DATABASE_URL and <ENV>_DATABASE_DIRECT_URL split them in production.
+ */
+export const TEST_POOLER_URL = process.env.TEST_POOLER_URL || undefined;
+/** DATABASE_PREPARED_STATEMENTS for the whole run (false through a PgBouncer before 1.21). */
+export const PREPARED_STATEMENTS = parseConfig({ DATABASE_PREPARED_STATEMENTS: process.env.DATABASE_PREPARED_STATEMENTS }).databasePreparedStatements;
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -20,10 +30,26 @@ declare module 'vitest' {
   }
 }
 
-export function databaseUrl(database: string): string {
-  const url = new URL(TEST_DATABASE_URL!);
+export function databaseUrl(database: string, server = TEST_DATABASE_URL!): string {
+  const url = new URL(server);
   url.pathname = `/${database}`;
   return url.toString();
+}
+
+/** The URL a test database's pool uses: through the pooler when there is one. */
+export function pooledUrl(database: string): string {
+  return databaseUrl(database, TEST_POOLER_URL ?? TEST_DATABASE_URL);
+}
+
+/**
+ * The variables naming an environment's database (`prefix` PRODUCTION or DEMO), as an operator
+ * sets them: through the pooler with the direct URL beside it when the run has one.
+ */
+export function databaseEnv(prefix: string, db: TestDatabase): Record<string, string> {
+  const env: Record<string, string> = { [`${prefix}_DATABASE_URL`]: db.pooledUrl ?? db.url! };
+  if (db.pooledUrl !== db.url) env[`${prefix}_DATABASE_DIRECT_URL`] = db.url!;
+  if (!PREPARED_STATEMENTS) env.DATABASE_PREPARED_STATEMENTS = 'false';
+  return env;
 }
 
 export async function adminQuery(sql: string): Promise<void> {
@@ -40,13 +66,24 @@ let snapshot: Promise<Blob> | undefined;
 
 export interface TestDatabase {
   db: Db;
-  /** Connection URL (PostgreSQL only). */
+  /** Connection URL of PostgreSQL itself (PostgreSQL only). */
   url?: string;
+  /** The URL `db`'s pool uses: the pooler's with TEST_POOLER_URL, else `url` (PostgreSQL only). */
+  pooledUrl?: string;
   drop(): Promise<void>;
 }
 
+export interface TestDatabaseOptions {
+  /** A database without migrations (PostgreSQL only). */
+  empty?: boolean;
+  /** Named prepared statements on the pool; the run's DATABASE_PREPARED_STATEMENTS by default. */
+  preparedStatements?: boolean;
+  /** Connections in the pool (5). */
+  max?: number;
+}
+
 /** A migrated database of its own; `empty: true` for one without migrations (PostgreSQL only). */
-export async function createTestDatabase(options: { empty?: boolean } = {}): Promise<TestDatabase> {
+export async function createTestDatabase(options: TestDatabaseOptions = {}): Promise<TestDatabase> {
   if (!onPostgres) {
     snapshot ??= readFile(inject('pgliteSnapshot')).then((bytes) => new Blob([bytes]));
     const db = await openPglite(options.empty ? {} : { loadDataDir: await snapshot });
@@ -55,10 +92,17 @@ export async function createTestDatabase(options: { empty?: boolean } = {}): Pro
   const name = `cms_test_${randomBytes(6).toString('hex')}`;
   await adminQuery(`create database ${name}${options.empty ? '' : ` template ${inject('pgTemplate')}`}`);
   const url = databaseUrl(name);
-  const db = openPostgres({ connectionString: url, max: 5 });
+  const pooled = pooledUrl(name);
+  const db = openPostgres({
+    connectionString: pooled,
+    directConnectionString: url,
+    preparedStatements: options.preparedStatements ?? PREPARED_STATEMENTS,
+    max: options.max ?? 5,
+  });
   return {
     db,
     url,
+    pooledUrl: pooled,
     async drop() {
       await db.close();
       await adminQuery(`drop database if exists ${name} with (force)`);

@@ -12,7 +12,7 @@ import { openPglite } from '../../src/platform/db/pglite.js';
 import { openPostgres } from '../../src/platform/db/postgres.js';
 import { Environments } from '../../src/platform/environments.js';
 import { PRODUCTION_KEY, silentLog, testConfig } from '../helpers/app.js';
-import { createTestDatabase, onPostgres, storeName } from '../helpers/stores.js';
+import { createTestDatabase, databaseEnv, onPostgres, storeName } from '../helpers/stores.js';
 
 const run = promisify(execFile);
 const CLI = join(import.meta.dirname, '../../dist/src/cli.js');
@@ -59,7 +59,7 @@ describe.runIf(onPostgres)('two instances booting on one fresh PostgreSQL databa
     const production = await createTestDatabase({ empty: true });
     const demo = await createTestDatabase({ empty: true });
     cleanups.push(() => production.drop(), () => demo.drop());
-    const config = testConfig({ PRODUCTION_DATABASE_URL: production.url!, DEMO_DATABASE_URL: demo.url! });
+    const config = testConfig({ ...databaseEnv('PRODUCTION', production), ...databaseEnv('DEMO', demo) });
     const boot = async () => {
       const environments = await Environments.open(config, { log: silentLog });
       return buildApp({ config, environments, logger: silentLog });

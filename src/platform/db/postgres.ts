@@ -16,7 +16,16 @@ import { createTx } from './transaction-guard.js';
 import type { Db, QueryOptions, QueryResult, Row } from './types.js';
 
 export interface PostgresOptions {
+  /** The pool's server: PostgreSQL itself, or a connection pooler in front of it. */
   connectionString: string;
+  /**
+   * PostgreSQL itself when connectionString is a transaction-mode pooler (<ENV>_DATABASE_DIRECT_URL):
+   * what needs a session of its own goes there (the listening connection, and `direct()`: migrations,
+   * verify-audit). Unset or equal to connectionString: the pool's server is PostgreSQL itself.
+   */
+  directConnectionString?: string;
+  /** Named prepared statements (QueryOptions.name); false for a pooler that cannot carry them. */
+  preparedStatements?: boolean;
   max?: number;
   applicationName?: string;
   /** How long to wait for a new connection before failing (pg's default: forever). */
@@ -69,9 +78,21 @@ export class Turns {
 const HOST = Symbol('host');
 type HostedClient = pg.PoolClient & { [HOST]?: number };
 
+/**
+ * Short indexed statements only: JIT compilation (hundreds of milliseconds) would be set off by the
+ * cost estimates of per-row index probes (the visibility model's), not by real work. Sent as a
+ * startup parameter to PostgreSQL itself; a transaction-mode pooler refuses it (PgBouncer before
+ * 1.20 knows no `options`) and could not apply it to the server connections it shares anyway:
+ * behind one, `jit = off` is the role's or the database's setting (README, Running on PostgreSQL).
+ */
+export const JIT_OFF = '-c jit=off';
+
 export function openPostgres(options: PostgresOptions): Db {
   const max = options.max ?? 10;
   const turns = new Turns(max);
+  const direct = options.directConnectionString ?? options.connectionString;
+  const pooled = direct !== options.connectionString;
+  const prepared = options.preparedStatements ?? true;
   const target = parseConnectionUrl(options.connectionString);
   // Host choice only where the URL asks for it: several hosts, or a kind of server.
   const choosing = target.urls.length > 1 || target.attrs !== 'any';
@@ -110,9 +131,7 @@ export function openPostgres(options: PostgresOptions): Db {
       : {}),
     max,
     application_name: options.applicationName ?? 'case-management-service',
-    // Short indexed statements only: JIT compilation (hundreds of milliseconds) would be set off by
-    // the cost estimates of per-row index probes (the visibility model's), not by real work.
-    options: '-c jit=off',
+    ...(pooled ? {} : { options: JIT_OFF }),
     ...(options.connectionTimeoutMillis ? { connectionTimeoutMillis: options.connectionTimeoutMillis } : {}),
     types,
   });
@@ -188,7 +207,9 @@ export function openPostgres(options: PostgresOptions): Db {
 
   const run = async (target: pg.PoolClient, text: string, values?: readonly unknown[], options?: QueryOptions) => {
     try {
-      const result = options?.name
+      // Without prepared statements a named query goes out as the unnamed statement: parsed and
+      // planned each time, like any other, and valid on whichever server connection runs it.
+      const result = options?.name && prepared
         ? await target.query<Row>({ name: options.name, text, values: values as unknown[] | undefined })
         : await target.query<Row>(text, values as unknown[] | undefined);
       return { rows: result.rows, rowCount: result.rowCount ?? result.rows.length };
@@ -228,7 +249,8 @@ export function openPostgres(options: PostgresOptions): Db {
     }
   };
 
-  const listener = createListenerConnection({ ...options, target });
+  // Behind a pooler the listening connection goes to PostgreSQL itself (the direct URL, one host or several).
+  const listener = createListenerConnection(pooled ? { ...options, connectionString: direct } : { ...options, target });
   let closing: Promise<void> | undefined;
   const db: Db = {
     kind: 'postgres',
@@ -262,6 +284,17 @@ export function openPostgres(options: PostgresOptions): Db {
       }
     },
     listen: (channel, subscriber) => listener.listen(channel, subscriber),
+    // A connection of its own, opened for `fn` and closed after: migrations and verify-audit are
+    // rare, and keeping one open would hold a server connection the pooler is there to save.
+    async direct(fn) {
+      if (!pooled) return fn(db);
+      const session = openPostgres({ ...options, connectionString: direct, directConnectionString: undefined, max: 1, applicationName: `${options.applicationName ?? 'case-management-service'}:direct` });
+      try {
+        return await fn(session);
+      } finally {
+        await session.close();
+      }
+    },
     resetStatements: () => {
       generation++;
     },

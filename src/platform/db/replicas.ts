@@ -91,6 +91,8 @@ export interface ReplicaSetOptions {
   urls: readonly string[];
   maxLagSeconds: number;
   poolSize: number;
+  /** DATABASE_PREPARED_STATEMENTS, as on the primary (a replica may sit behind a pooler too). */
+  preparedStatements?: boolean;
   applicationName: string;
   onIdleError?: (err: Error) => void;
   /** Where a replica's change of state is told (down, lagging, back). */
@@ -125,6 +127,7 @@ export class ReplicaSet {
       db: openPostgres({
         connectionString: url,
         max: options.poolSize,
+        preparedStatements: options.preparedStatements,
         applicationName: `${options.applicationName}:replica`,
         connectionTimeoutMillis: PROBE_DEADLINE_MS,
         onIdleError: options.onIdleError,

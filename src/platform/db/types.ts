@@ -64,6 +64,11 @@ export interface Db extends Queryable {
   /** LISTEN on a channel (PostgreSQL: a dedicated connection, re-established when lost). */
   listen(channel: string, listener: Listener): Promise<() => Promise<void>>;
   /**
+   * Runs `fn` on PostgreSQL itself rather than through a connection pooler (<ENV>_DATABASE_DIRECT_URL):
+   * migrations and verify-audit. Without a pooler (and on PGlite) `fn` gets this Db.
+   */
+  direct<T>(fn: (db: Db) => Promise<T>): Promise<T>;
+  /**
    * Forgets the statements prepared on pooled connections, after a schema change made out of band
    * (a prepared `returning *` whose table gained a column fails with "cached plan must not change
    * result type"). PostgreSQL: each pooled connection is replaced at its next checkout. PGlite
