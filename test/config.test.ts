@@ -153,7 +153,7 @@ describe('parseConfig', () => {
     [{ REPLICA_MAX_LAG_SECONDS: '0' }, 'REPLICA_MAX_LAG_SECONDS: expected a number of seconds from 0.1 to 300'],
     [{ DATABASE_POOL_SIZE: '0' }, 'DATABASE_POOL_SIZE: expected a whole number from 1 to 100'],
     [{ DEMO_DATABASE_DIRECT_URL: 'postgres://db:5432/demo' }, 'DEMO_DATABASE_DIRECT_URL: set without DEMO_DATABASE_URL (the direct connection is beside a pooler\'s URL)'],
-    [{ PRODUCTION_DATABASE_URL: 'postgres://pooler:6432/db', PRODUCTION_DATABASE_DIRECT_URL: 'db:5432/db' }, 'PRODUCTION_DATABASE_DIRECT_URL: expected a postgres:// connection URL (got "db:5432/db")'],
+    [{ PRODUCTION_DATABASE_URL: 'postgres://pooler:6432/db', PRODUCTION_DATABASE_DIRECT_URL: 'db:5432/db' }, 'PRODUCTION_DATABASE_DIRECT_URL: expected a postgres:// connection URL (got [redacted])'],
     [{ DATABASE_PREPARED_STATEMENTS: 'off' }, 'DATABASE_PREPARED_STATEMENTS: expected true or false (got "off")'],
     [{ DATABASE_PREPARED_STATEMENTS: 'TRUE' }, 'DATABASE_PREPARED_STATEMENTS: expected true or false (got "TRUE")'],
     [{ DATABASE_POOL_SIZE: 'many' }, 'DATABASE_POOL_SIZE: expected a whole number from 1 to 100'],
