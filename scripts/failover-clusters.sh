@@ -13,24 +13,15 @@
 # Loopback only, trust authentication; the machine's own cluster (5432) is left alone.
 set -euo pipefail
 
-VERSION=${PG_VERSION:-$(ls /etc/postgresql | sort -n | tail -n 1)}
+# shellcheck source=lib/pg-clusters.sh
+. "$(dirname "$0")/lib/pg-clusters.sh"
 CLUSTERS=(cms_failover_a cms_failover_b)
 PORTS=("${FAILOVER_A_PORT:-5451}" "${FAILOVER_B_PORT:-5452}")
-ctl() { pg_ctlcluster --skip-systemctl-redirect "$VERSION" "$@"; }
-exists() { [ -d "/etc/postgresql/$VERSION/$1" ]; }
-online() { pg_lsclusters -h | awk -v c="$1" '$2 == c && $4 ~ /^online/ { found = 1 } END { exit !found }'; }
-psql_at() { local port=$1; shift; psql -h 127.0.0.1 -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 -Atq "$@"; }
-wait_ready() { for _ in $(seq 1 60); do pg_isready -q -h 127.0.0.1 -p "$1" && return 0; sleep 0.5; done; echo "PostgreSQL on port $1 did not come up" >&2; return 1; }
 
 configure() {
   local cluster=$1 port=$2
   local dir="/etc/postgresql/$VERSION/$cluster"
-  cat > "$dir/pg_hba.conf" <<HBA
-local   all             all                                     trust
-host    all             all             127.0.0.1/32            trust
-local   replication     all                                     trust
-host    replication     all             127.0.0.1/32            trust
-HBA
+  write_hba "$cluster"
   # The same settings on both: either may be the primary. A commit returns once the standby has
   # flushed it (RPO 0); the test switches synchronous_standby_names off on a promoted standby
   # that has no standby of its own yet (ALTER SYSTEM), and this script resets it once it has.
