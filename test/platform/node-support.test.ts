@@ -1,9 +1,13 @@
 // Which Node is past its end of life (src/platform/node-support.ts), decided for a given day: the
-// boot warning's decision and text. The warning logged once by the real process:
+// boot warning's decision and text, and package.json's `engines` naming the releases the schedule
+// supports on the day of this release. The warning logged once by the real process:
 // test/platform/lifecycle.test.ts.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { endOfLifeMessage, NODE_END_OF_LIFE, nodePastEndOfLife } from '../../src/platform/node-support.js';
 
+const ROOT = join(import.meta.dirname, '../..');
 const on = (day: string) => new Date(`${day}T12:00:00Z`);
 
 describe('nodePastEndOfLife', () => {
@@ -61,5 +65,18 @@ describe('endOfLifeMessage', () => {
     expect(endOfLifeMessage(nodePastEndOfLife('24.21.0', on('2028-05-01'))!)).toBe(
       'Node 24.21.0 is past its end of life (2028-04-30) and gets no security fixes: run the service on a supported Node',
     );
+  });
+});
+
+describe("package.json's engines", () => {
+  it('names exactly the majors the schedule supports on the day this version was released (CHANGELOG.md)', () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; engines: { node: string } };
+    const changelog = readFileSync(join(ROOT, 'CHANGELOG.md'), 'utf8');
+    const released = new RegExp(`^## \\[${pkg.version.replaceAll('.', '\\.')}\\] - (\\d{4}-\\d{2}-\\d{2})$`, 'm').exec(changelog)?.[1];
+    expect(released, `CHANGELOG.md dates ${pkg.version}`).toBeDefined();
+    const majors = pkg.engines.node.split('||').map((range) => Number(/^\s*\^(\d+)/.exec(range)?.[1]));
+    const supported = Object.keys(NODE_END_OF_LIFE).map(Number).filter((major) => !nodePastEndOfLife(`${major}.0.0`, on(released!)));
+    expect(majors.sort((a, b) => a - b)).toEqual(supported.sort((a, b) => a - b));
+    expect(pkg.engines.node).toBe('^22.12.0 || ^24');
   });
 });
