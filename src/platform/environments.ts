@@ -241,7 +241,7 @@ export class Environments {
     }
     let backup: BackupStatus | null = null;
     if (this.backups && isPglite(db)) backup = this.backups.add(name, db);
-    else if (this.backups) this.options.log.warn({ environment: name }, 'BACKUP_DIR: this environment is on PostgreSQL and is not backed up by the service; use pg_dump or pg_basebackup (README, Operations)');
+    else if (this.backups) this.options.log.warn({ environment: name }, 'BACKUP_DIR: this environment is on PostgreSQL and is not backed up by the service; use pg_dump or pg_basebackup (docs/operations.md)');
     this.ready.set(name, {
       name,
       config: envConfig,

@@ -52,7 +52,7 @@ type HostedClient = pg.PoolClient & { [HOST]?: number };
  * cost estimates of per-row index probes (the visibility model's), not by real work. Sent as a
  * startup parameter to PostgreSQL itself; a transaction-mode pooler refuses it (PgBouncer before
  * 1.20 knows no `options`) and could not apply it to the server connections it shares anyway:
- * behind one, `jit = off` is the role's or the database's setting (README, Running on PostgreSQL).
+ * behind one, `jit = off` is the role's or the database's setting (docs/postgresql.md).
  */
 export const JIT_OFF = '-c jit=off';
 
