@@ -1,10 +1,12 @@
 // Sealing (issue 21): rows of events and audit_log whose transactions have all ended, appended to
-// the chain in the order (sealing_tx, table, id), in transactions of at most `limit` rows. One
+// the chain in the order (sealing_tx, table, id), in transactions of at most `limit` rows, in form
+// 2 (form2.ts: salted commitments of the personal fields, the salts in audit_seal_salts). One
 // sealer at a time per database (pg_try_advisory_xact_lock): an instance that finds the lock held
 // leaves the work to its holder, and a holder that dies releases it with its connection, its
 // batch rolled back whole. Nothing here is on a request's path.
 import type { Db, Queryable, Tx } from '../db/types.js';
-import { chainHash, compareKeys, GENESIS_HASH, ROW_JSON, rowHash, SEAL_LOCK_KEY, SEALED_TABLES, UTC, type ChainKey, type SealedTable } from './hashes.js';
+import { form2Hash, commitRow, newSalts, type Salts } from './form2.js';
+import { chainHash, compareKeys, GENESIS_HASH, ROW_JSON, SEAL_LOCK_KEY, SEALED_TABLES, UTC, type ChainKey, type SealedTable } from './hashes.js';
 
 export const SEAL_BATCH_LIMIT = 2_000;
 
@@ -25,7 +27,7 @@ export interface BatchResult {
 }
 
 interface Candidate extends ChainKey {
-  row: unknown;
+  row: Record<string, unknown>;
 }
 
 /** Where the sealer stands in each table: every row up to this (sealing_tx, id) is sealed. */
@@ -67,7 +69,7 @@ select r.sealing_tx::text as tx, r.id,
  order by r.sealing_tx, r.id limit $4::int`;
 
 function candidates(tx: Tx, source: SealedTable, after: { tx: string; id: number }, below: string, limit: number) {
-  return tx.query<{ tx: string; id: number; row: unknown }>(candidatesSql(source), [after.tx, after.id, below, limit]);
+  return tx.query<{ tx: string; id: number; row: Record<string, unknown> | null }>(candidatesSql(source), [after.tx, after.id, below, limit]);
 }
 
 /** One batch in one transaction: at most `limit` rows sealed, or nothing when the lock is held. */
@@ -98,7 +100,7 @@ export async function sealBatch(db: Db, limit = SEAL_BATCH_LIMIT): Promise<Batch
     }
     const taken = found.map(({ source, rows }) => ({ source, rows: rows.filter((r) => cut === undefined || compareKeys({ tx: r.tx, source, id: r.id }, cut) <= 0) }));
     const batch: Candidate[] = taken
-      .flatMap(({ source, rows }) => rows.filter((r) => r.row !== null).map((r) => ({ tx: r.tx, source, id: r.id, row: r.row })))
+      .flatMap(({ source, rows }) => rows.flatMap((r) => (r.row === null ? [] : [{ tx: r.tx, source, id: r.id, row: r.row }])))
       .sort(compareKeys);
 
     if (batch.length > 0) {
@@ -107,25 +109,28 @@ export async function sealBatch(db: Db, limit = SEAL_BATCH_LIMIT): Promise<Batch
       const ids: number[] = [];
       const rowHashes: string[] = [];
       const chainHashes: string[] = [];
+      const salted: { source: string; id: number; salts: Salts }[] = [];
       let previous = head.hash;
       let position = head.rows;
       for (const c of batch) {
         position++;
-        const rh = rowHash(c.source, c.row);
+        const { rh, salts } = sealForm2(c.source, c.row);
         previous = chainHash(previous, position, rh);
         positions.push(position);
         sources.push(c.source);
         ids.push(c.id);
         rowHashes.push(rh);
         chainHashes.push(previous);
+        if (Object.keys(salts).length > 0) salted.push({ source: c.source, id: c.id, salts });
       }
-      // The unique (source, row_id) makes a second seal of a row fail the batch, loudly.
+      // The unique (source, row_id, form) makes a second seal of a row fail the batch, loudly.
       await tx.query(
-        `insert into audit_chain (position, source, row_id, row_hash, chain_hash)
-         select p, s, i, decode(rh, 'hex'), decode(ch, 'hex')
+        `insert into audit_chain (position, source, row_id, row_hash, chain_hash, form)
+         select p, s, i, decode(rh, 'hex'), decode(ch, 'hex'), 2
            from unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[]) as t(p, s, i, rh, ch)`,
         [positions, sources, ids, rowHashes, chainHashes],
       );
+      await writeSalts(tx, salted);
       head.rows = position;
       head.hash = previous;
     }
@@ -136,6 +141,28 @@ export async function sealBatch(db: Db, limit = SEAL_BATCH_LIMIT): Promise<Batch
     }
     return { locked: true, sealed: batch.length, full: cut !== undefined, head };
   });
+}
+
+/** A row's form-2 hash with fresh salts for its personal fields. */
+export function sealForm2(source: SealedTable, row: Record<string, unknown>): { rh: string; salts: Salts } {
+  const salts = newSalts(source, row);
+  const { committed } = commitRow(source, row, salts, {});
+  return { rh: form2Hash(source, committed!), salts };
+}
+
+/**
+ * The salts of the seals just written, in their transaction (a row without personal fields has
+ * none). A salts row already there belongs to no seal (the seal was lost with a move to another
+ * server, and the row is sealed again): it is replaced, since verify-audit trusts no salt anyway.
+ */
+export async function writeSalts(tx: Tx, salted: { source: string; id: number; salts: Salts }[]): Promise<void> {
+  if (salted.length === 0) return;
+  await tx.query(
+    `insert into audit_seal_salts (source, row_id, salts)
+     select s, i, x from unnest($1::text[], $2::bigint[], $3::jsonb[]) as t(s, i, x)
+     on conflict (source, row_id) do update set salts = excluded.salts, erased = '{}'`,
+    [salted.map((r) => r.source), salted.map((r) => r.id), salted.map((r) => JSON.stringify(r.salts))],
+  );
 }
 
 async function writeCursors(tx: Tx, c: Cursors): Promise<void> {
