@@ -11,10 +11,10 @@
 // sealer seals the erased form. The sealer's advisory lock, taken blocking here and held to the
 // caller's commit, keeps sealing and erasure from interleaving.
 import type { Queryable, Tx } from '../db/types.js';
-import { commitment, commitRow, form2Hash, type ErasedFields, type Salts } from './form2.js';
+import { commitment, commitRow, form2Hash, sealForm2, writeSalts, type ErasedFields, type Salts } from './form2.js';
 import { chainHash, ROW_JSON, rowHash, SEAL_LOCK_KEY, type SealedTable } from './hashes.js';
 import { ERASURE_MARKER, isChatIdKey, isPseudonym, parsePointer, personalLeaves, type PersonalLeaf } from './personal-fields.js';
-import { readHead, sealForm2, writeSalts } from './seal.js';
+import { readHead } from './seal.js';
 
 /** The erasure's own record id and the operator's reference (e.g. GDPR-2026-001). */
 export interface SealedErasure {
