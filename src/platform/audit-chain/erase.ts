@@ -9,7 +9,8 @@
 // this change) is sealed again in form 2 first, a new seal at the chain's head; verify-audit then
 // accepts its form-1 seal not matching any more. A row not sealed yet is just overwritten: the
 // sealer seals the erased form. The sealer's advisory lock, taken blocking here and held to the
-// caller's commit, keeps sealing and erasure from interleaving.
+// caller's commit, keeps sealing and erasure from interleaving (the caller's transaction is read
+// committed, the default: each statement after the lock sees every seal committed before it).
 import type { Queryable, Tx } from '../db/types.js';
 import { commitment, commitRow, form2Hash, sealForm2, writeSalts, type ErasedFields, type Salts } from './form2.js';
 import { chainHash, ROW_JSON, rowHash, SEAL_LOCK_KEY, type SealedTable } from './hashes.js';

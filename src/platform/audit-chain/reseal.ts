@@ -1,7 +1,7 @@
-// Rows sealed in form 1 (before issue 32) sealed again in form 2, by the sealer in the background,
-// a batch at a time after its own work. A form-1 row can be checked only whole: once one of its
-// fields is erased its form-1 seal no longer matches, and verify-audit then accepts it on the
-// strength of a form-2 seal of the same row later in the chain. A forger could append such a seal
+// Rows sealed in form 1 (before issue 32) sealed again in form 2, by the sealer in the background:
+// in each pass, after the new rows, as many as the batch's limit leaves. A form-1 row can be
+// checked only whole: once one of its fields is erased its form-1 seal no longer matches, and
+// verify-audit then accepts it on the strength of a form-2 seal of the same row later in the chain. A forger could append such a seal
 // for a row they edited; once this pass has re-sealed every form-1 row, each row already has its
 // form-2 seal (one per form: audit_chain's unique key), and a checkpoint taken after the pass pins
 // it. A row that does not match its form-1 seal is passed over (re-sealing it would launder the
@@ -22,15 +22,15 @@ const FORM1_SQL = `select c.position, c.source, c.row_id, encode(c.row_hash, 'he
 
 /**
  * At most `limit` form-1 seals looked at, in the sealer's transaction (under its lock, read in
- * UTC); the form-2 seals appended at `head`, which moves. `full`: more may be waiting.
+ * UTC); the form-2 seals appended at `head`, which moves.
  */
-export async function resealForm1(tx: Tx, head: ChainHead, limit: number): Promise<{ resealed: number; full: boolean }> {
+export async function resealForm1(tx: Tx, head: ChainHead, limit: number): Promise<{ resealed: number }> {
   const { rows: state } = await tx.query<{ at: number }>('select form1_position as at from audit_chain_state');
   const { rows } = await tx.query<{ position: number; source: SealedTable; row_id: number; row_hash: string; resealed: boolean; row: Record<string, unknown> | null }>(
     FORM1_SQL,
     [state[0]!.at, limit],
   );
-  if (rows.length === 0) return { resealed: 0, full: false };
+  if (rows.length === 0) return { resealed: 0 };
   const seals: { position: number; source: SealedTable; id: number; rh: string; ch: string }[] = [];
   const salted: { source: string; id: number; salts: Salts }[] = [];
   for (const r of rows) {
@@ -51,5 +51,5 @@ export async function resealForm1(tx: Tx, head: ChainHead, limit: number): Promi
     await writeSalts(tx, salted);
   }
   await tx.query('update audit_chain_state set form1_position = $1::bigint', [rows.at(-1)!.position]);
-  return { resealed: seals.length, full: rows.length === limit };
+  return { resealed: seals.length };
 }

@@ -143,9 +143,12 @@ export async function sealBatch(db: Db, limit = SEAL_BATCH_LIMIT): Promise<Batch
       for (const { source, rows } of moved) cursors[source] = { tx: rows.at(-1)!.tx, id: rows.at(-1)!.id };
       await writeCursors(tx, cursors);
     }
+    // Form-1 rows with what the limit leaves, one batch per pass: `full` is about new rows only, so
+    // a large backlog after the upgrade goes at the sealer's pace, never holding a pass (or, on the
+    // embedded store, the one connection) for long.
     const budget = limit - batch.length;
-    const again = budget > 0 ? await resealForm1(tx, head, budget) : { resealed: 0, full: false };
-    return { locked: true, sealed: batch.length, resealed: again.resealed, full: cut !== undefined || again.full, head };
+    const resealed = budget > 0 ? (await resealForm1(tx, head, budget)).resealed : 0;
+    return { locked: true, sealed: batch.length, resealed, full: cut !== undefined, head };
   });
 }
 
