@@ -145,6 +145,7 @@ export const RESET_TABLES: readonly { table: string; where?: string }[] = [
   { table: 'events' },
   // The demo's audit chain starts again with the seeded rows (docs/decisions.md).
   { table: 'audit_chain' },
+  { table: 'audit_seal_salts' },
   { table: 'audit_verifications' },
   { table: 'admin_allowlist' },
   { table: 'agents', where: 'chat_id <> all($1::text[])' },
