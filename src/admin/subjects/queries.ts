@@ -25,17 +25,14 @@ interface ReportIds {
   all: string[];
 }
 
+// Two index lookups rather than one `or`: each side reads its own index (0027).
+export const REPORT_IDS_SQL = 'select report_id from reports where reporter = $1::text union select report_id from reports where reported = $1::text';
+export const DELETED_REPORT_IDS_SQL = `select id, report_id from deleted_reports where pre_image ->> 'reporter' = $1::text
+  union select id, report_id from deleted_reports where pre_image ->> 'reported' = $1::text`;
+
 async function findReportIds(db: Queryable, chatId: string): Promise<ReportIds> {
-  // Two index lookups rather than one `or`: each side reads its own index (0027).
-  const live = await db.query<{ report_id: string }>(
-    'select report_id from reports where reporter = $1::text union select report_id from reports where reported = $1::text',
-    [chatId],
-  );
-  const deleted = await db.query<{ id: number; report_id: string }>(
-    `select id, report_id from deleted_reports where pre_image ->> 'reporter' = $1::text
-     union select id, report_id from deleted_reports where pre_image ->> 'reported' = $1::text`,
-    [chatId],
-  );
+  const live = await db.query<{ report_id: string }>(REPORT_IDS_SQL, [chatId]);
+  const deleted = await db.query<{ id: number; report_id: string }>(DELETED_REPORT_IDS_SQL, [chatId]);
   const liveIds = live.rows.map((r) => r.report_id);
   return { live: liveIds, deleted: deleted.rows.map((r) => r.id), all: [...new Set([...liveIds, ...deleted.rows.map((r) => r.report_id)])] };
 }
@@ -44,7 +41,7 @@ async function findReportIds(db: Queryable, chatId: string): Promise<ReportIds> 
  * The statement with only the parameters it names, renumbered: a prepared statement must use
  * (and be able to type) every parameter it is given, and each catalogue query names a few of four.
  */
-function bind(sql: string, params: readonly unknown[]): [string, unknown[]] {
+export function bind(sql: string, params: readonly unknown[]): [string, unknown[]] {
   const used = [...new Set([...sql.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])))].sort((a, b) => a - b);
   const text = sql.replace(/\$(\d+)/g, (_, n: string) => `$${used.indexOf(Number(n)) + 1}`);
   return [text, used.map((n) => params[n - 1])];

@@ -13,7 +13,8 @@ import { exportSubject } from './export.js';
 import { subjectPseudonymKey } from './subject-key.js';
 
 const tags = ['Administration'];
-const access = { auth: 'session', admin: 'admin_access', rank: 'Director' } as const;
+// admin_access: Director only, on the active allowlist (guards.ts), like the allowlist itself.
+const access = { auth: 'session', admin: 'admin_access' } as const;
 
 const SubjectParams = Type.Object({ chat_id: ChatId }, { additionalProperties: false });
 
