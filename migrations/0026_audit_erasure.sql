@@ -11,6 +11,12 @@ alter table audit_chain add column form smallint not null default 1 check (form 
 create unique index audit_chain_row_form_key on audit_chain (source, row_id, form);
 alter table audit_chain drop constraint audit_chain_source_row_id_key;
 
+-- The sealer seals every form-1 row again in form 2, in the background after the upgrade (and
+-- after the release before stops sealing): a checkpoint taken after that pins every row's form-2
+-- seal. form1_position is how far it has gone; the partial index finds the form-1 seals after it.
+alter table audit_chain_state add column form1_position bigint not null default 0;
+create index audit_chain_form1_idx on audit_chain (position) where form = 1;
+
 -- The salts of a form-2 seal's personal fields, by JSON pointer into the row as sealed (16 bytes,
 -- hex), written in the seal's transaction; and the fields erased since, each with the commitment
 -- its seal holds and the erasure that removed it. Nothing here is trusted by verify-audit: only

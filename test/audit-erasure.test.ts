@@ -3,16 +3,25 @@
 // without a checkpoint, counted under the erasure's reference; every other change, and every
 // change of a personal field to anything but the marker, fails naming the row, forged erasure
 // records included. Rows sealed in form 1 (by the release before) too. On both stores.
+import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { eraseSealedRows, loadSealedRows, personalPointers, SealMismatchError, type RowErasure } from '../src/platform/audit-chain/erase.js';
 import { chainHash, rowHash, type SealedTable } from '../src/platform/audit-chain/hashes.js';
 import { ERASURE_MARKER, pseudonym, pseudonymKey } from '../src/platform/audit-chain/personal-fields.js';
-import { readHead, sealAvailable, sealForm2 } from '../src/platform/audit-chain/seal.js';
+import { sealForm2 } from '../src/platform/audit-chain/form2.js';
+import { readHead, sealAvailable } from '../src/platform/audit-chain/seal.js';
 import { pendingRows, verifyChain, type Verification } from '../src/platform/audit-chain/verify.js';
 import { recordAudit } from '../src/platform/audit.js';
+import { migrate } from '../src/platform/db/migrate.js';
+import { openPglite } from '../src/platform/db/pglite.js';
+import { openPostgres } from '../src/platform/db/postgres.js';
 import type { Db } from '../src/platform/db/types.js';
 import { recordEvent } from '../src/platform/events.js';
+import { withServiceDatabases } from './helpers/service-process.js';
 import { createTestDatabase, storeName, type TestDatabase } from './helpers/stores.js';
 
 const PERSON = '412345678901234567';
@@ -30,7 +39,7 @@ beforeAll(async () => {
 });
 afterAll(() => d.drop());
 afterEach(async () => {
-  await db.exec("delete from audit_chain; delete from audit_seal_salts; delete from events; delete from audit_log; update audit_chain_state set audit_log_tx = '0', audit_log_id = 0, events_tx = '0', events_id = 0");
+  await db.exec("delete from audit_chain; delete from audit_seal_salts; delete from events; delete from audit_log; update audit_chain_state set audit_log_tx = '0', audit_log_id = 0, events_tx = '0', events_id = 0, form1_position = 0");
 });
 
 /** Per case: a report naming the person (event), a status change (event), an admin audit row about them. */
@@ -231,9 +240,10 @@ describe(`rows sealed in form 1 (the release before), on ${storeName}`, () => {
     expect(await verifyChain(db)).toMatchObject({ ok: true, rows: 15, erased: [{ reference: 'GDPR-2026-001', rows: 6 }] });
     expect(await verifyChain(db, { against: checkpoint.head })).toMatchObject({ ok: true, checkpointAt: 9 });
     expect(await everything()).not.toContain(PERSON);
-    // The new sealer goes on after them in form 2.
+    // The sealer goes on after them in form 2, and seals the 3 form-1 rows left in form 2 too.
     await plant(1);
-    expect(await sealed()).toMatchObject({ rows: 18 });
+    expect(await sealed()).toMatchObject({ rows: 21, erased: [{ reference: 'GDPR-2026-001', rows: 6 }] });
+    expect((await db.query('select count(*)::int as n from audit_chain where form = 1 and (source, row_id) not in (select source, row_id from audit_chain where form = 2)')).rows).toEqual([{ n: 0 }]);
   });
 
   it('a form-1 row edited before the erasure: the erasure is refused and changes nothing', async () => {
@@ -267,6 +277,32 @@ describe(`rows sealed in form 1 (the release before), on ${storeName}`, () => {
     // nothing can check once a field is erased: the forgery passes, the checkpoint still extended.
     expect(await verifyChain(db, { against: checkpoint.head })).toMatchObject({ ok: true, checkpointAt: checkpoint.rows, rows: checkpoint.rows + 1 });
   });
+
+  it("after the sealer's pass re-sealed them in form 2, the same forgery is caught against a checkpoint taken after it", async () => {
+    await plant(1);
+    await sealInForm1();
+    const created = await eventOf('report.created');
+    const status = await eventOf('report.status_changed');
+    // A row edited before the pass is passed over, not laundered into a form-2 seal: verify names it.
+    await db.query(`update events set report_id = 'R-9' where id = $1::bigint`, [status]);
+    expect(await sealAvailable(db)).toMatchObject({ sealed: 0, resealed: 2 });
+    expect(await sealAvailable(db)).toMatchObject({ sealed: 0, resealed: 0 });
+    expect((await verifyChain(db)).problem).toEqual({ kind: 'edited', source: 'events', id: status, position: await positionOf('events', status, 1) });
+    await db.query(`update events set report_id = 'R-0' where id = $1::bigint`, [status]);
+    const checkpoint = await verifyChain(db);
+    expect(checkpoint).toMatchObject({ ok: true, rows: 5 });
+
+    await db.query(`update events set after = jsonb_set(after, '{status}', '"Validated"') where id = $1::bigint`, [created]);
+    await edited('events', created);
+    // The forger cannot add a second form-2 seal; replacing the real one rewrites the chain.
+    await expect(forgeReseal('events', created)).rejects.toThrow();
+    const position = await positionOf('events', created);
+    await db.query('delete from audit_chain where position = $1::bigint', [position]);
+    await db.query('update audit_chain set position = position - 1 where position > $1::bigint', [position]);
+    await db.query("delete from audit_seal_salts where source = 'events' and row_id = $1::bigint", [created]);
+    await forgeReseal('events', created);
+    expect(await verifyChain(db, { against: checkpoint.head })).toMatchObject({ ok: false, problem: { kind: 'checkpoint_not_found' } });
+  });
 });
 
 /** What a forger with SQL access can append: a form-2 seal of a row as it is now, at the head. */
@@ -283,3 +319,34 @@ async function forgeReseal(source: SealedTable, id: number): Promise<void> {
     await tx.query('insert into audit_seal_salts (source, row_id, salts) values ($1::text, $2::bigint, $3::jsonb)', [source, id, JSON.stringify(salts)]);
   });
 }
+
+describe(`npm run cli -- verify-audit, on ${storeName}`, () => {
+  // The built CLI (dist/src/cli.js: `npm run build` first), as operators run it.
+  it('prints the rows erased under each reference', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'cms-erasure-'));
+    const databases: TestDatabase[] = [];
+    const saved = db;
+    try {
+      const env = await withServiceDatabases({ DATA_DIR: dataDir, PRODUCTION_API_KEY: 'erasure-key-0123456789', DEMO_API_KEY: 'demo-erasure-key-0123456789' }, databases);
+      db = env.PRODUCTION_DATABASE_URL ? await openPostgres({ connectionString: env.PRODUCTION_DATABASE_URL, max: 2 }) : await openPglite({ dataDir: join(dataDir, 'production') });
+      try {
+        await migrate(db);
+        await plant(2);
+        await sealed();
+        await erasePerson();
+      } finally {
+        await db.close();
+      }
+      const out = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+        execFile(process.execPath, [join(import.meta.dirname, '../dist/src/cli.js'), 'verify-audit', '--env', 'production'], { env: { PATH: process.env.PATH ?? '', ...env }, cwd: dataDir }, (err, stdout, stderr) =>
+          resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
+      });
+      expect(out, out.stderr).toMatchObject({ code: 0, stderr: '' });
+      expect(out.stdout).toMatch(/^production: audit chain verifies: 6 rows, head [0-9a-f]{64} \(\d+\.\d s\)\nproduction: 4 rows erased under reference GDPR-2026-001\n$/);
+    } finally {
+      db = saved;
+      await Promise.all(databases.map((x) => x.drop()));
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});

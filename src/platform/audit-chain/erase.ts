@@ -9,12 +9,13 @@
 // this change) is sealed again in form 2 first, a new seal at the chain's head; verify-audit then
 // accepts its form-1 seal not matching any more. A row not sealed yet is just overwritten: the
 // sealer seals the erased form. The sealer's advisory lock, taken blocking here and held to the
-// caller's commit, keeps sealing and erasure from interleaving.
+// caller's commit, keeps sealing and erasure from interleaving (the caller's transaction is read
+// committed, the default: each statement after the lock sees every seal committed before it).
 import type { Queryable, Tx } from '../db/types.js';
-import { commitment, commitRow, form2Hash, type ErasedFields, type Salts } from './form2.js';
+import { commitment, commitRow, form2Hash, sealForm2, writeSalts, type ErasedFields, type Salts } from './form2.js';
 import { chainHash, ROW_JSON, rowHash, SEAL_LOCK_KEY, type SealedTable } from './hashes.js';
 import { ERASURE_MARKER, isChatIdKey, isPseudonym, parsePointer, personalLeaves, type PersonalLeaf } from './personal-fields.js';
-import { readHead, sealForm2, writeSalts } from './seal.js';
+import { readHead } from './seal.js';
 
 /** The erasure's own record id and the operator's reference (e.g. GDPR-2026-001). */
 export interface SealedErasure {

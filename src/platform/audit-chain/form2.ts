@@ -12,6 +12,7 @@
 // commitments are trusted: a wrong one gives a row hash that does not match the seal.
 import { createHash, randomBytes } from 'node:crypto';
 import canonicalize from 'canonicalize';
+import type { Tx } from '../db/types.js';
 import type { SealedTable } from './hashes.js';
 import { isErasedValue, parsePointer, personalLeaves } from './personal-fields.js';
 
@@ -89,4 +90,26 @@ function setAt(target: Record<string, unknown>, path: string[], value: unknown):
   let node: unknown = target;
   for (const token of path.slice(0, -1)) node = (node as Record<string, unknown>)[token];
   (node as Record<string, unknown>)[path.at(-1)!] = value;
+}
+
+/** A row's form-2 hash with fresh salts for its personal fields. */
+export function sealForm2(source: SealedTable, row: Record<string, unknown>): { rh: string; salts: Salts } {
+  const salts = newSalts(source, row);
+  const { committed } = commitRow(source, row, salts, {});
+  return { rh: form2Hash(source, committed!), salts };
+}
+
+/**
+ * The salts of the seals just written, in their transaction (a row without personal fields has
+ * none). A salts row already there belongs to no seal (the seal was lost with a move to another
+ * server, and the row is sealed again): it is replaced, since verify-audit trusts no salt anyway.
+ */
+export async function writeSalts(tx: Tx, salted: { source: string; id: number; salts: Salts }[]): Promise<void> {
+  if (salted.length === 0) return;
+  await tx.query(
+    `insert into audit_seal_salts (source, row_id, salts)
+     select s, i, x from unnest($1::text[], $2::bigint[], $3::jsonb[]) as t(s, i, x)
+     on conflict (source, row_id) do update set salts = excluded.salts, erased = '{}'`,
+    [salted.map((r) => r.source), salted.map((r) => r.id), salted.map((r) => JSON.stringify(r.salts))],
+  );
 }

@@ -1,11 +1,13 @@
 // Sealing (issue 21): rows of events and audit_log whose transactions have all ended, appended to
 // the chain in the order (sealing_tx, table, id), in transactions of at most `limit` rows, in form
-// 2 (form2.ts: salted commitments of the personal fields, the salts in audit_seal_salts). One
+// 2 (form2.ts: salted commitments of the personal fields, the salts in audit_seal_salts); then,
+// with what the limit leaves, rows sealed in form 1 are sealed again in form 2 (reseal.ts). One
 // sealer at a time per database (pg_try_advisory_xact_lock): an instance that finds the lock held
 // leaves the work to its holder, and a holder that dies releases it with its connection, its
 // batch rolled back whole. Nothing here is on a request's path.
 import type { Db, Queryable, Tx } from '../db/types.js';
-import { form2Hash, commitRow, newSalts, type Salts } from './form2.js';
+import { sealForm2, writeSalts, type Salts } from './form2.js';
+import { resealForm1 } from './reseal.js';
 import { chainHash, compareKeys, GENESIS_HASH, ROW_JSON, SEAL_LOCK_KEY, SEALED_TABLES, UTC, type ChainKey, type SealedTable } from './hashes.js';
 
 export const SEAL_BATCH_LIMIT = 2_000;
@@ -21,6 +23,8 @@ export interface BatchResult {
   /** False when another sealer holds the lock (nothing was done here). */
   locked: boolean;
   sealed: number;
+  /** Rows sealed in form 1 sealed again in form 2 (reseal.ts), with what the batch's limit left. */
+  resealed: number;
   /** The batch stopped at its limit: more rows may be waiting. */
   full: boolean;
   head: ChainHead;
@@ -83,7 +87,7 @@ export async function sealBatch(db: Db, limit = SEAL_BATCH_LIMIT): Promise<Batch
       [SEAL_LOCK_KEY],
     );
     const { locked, below } = start[0]!;
-    if (!locked) return { locked: false, sealed: 0, full: false, head: await readHead(tx) };
+    if (!locked) return { locked: false, sealed: 0, resealed: 0, full: false, head: await readHead(tx) };
     await tx.exec(UTC);
     const { head, cursors: read } = await readState(tx);
     const cursors = SEALED_TABLES.some((t) => BigInt(read[t].tx) >= BigInt(below)) ? await rebase(tx, below) : read;
@@ -139,30 +143,13 @@ export async function sealBatch(db: Db, limit = SEAL_BATCH_LIMIT): Promise<Batch
       for (const { source, rows } of moved) cursors[source] = { tx: rows.at(-1)!.tx, id: rows.at(-1)!.id };
       await writeCursors(tx, cursors);
     }
-    return { locked: true, sealed: batch.length, full: cut !== undefined, head };
+    // Form-1 rows with what the limit leaves, one batch per pass: `full` is about new rows only, so
+    // a large backlog after the upgrade goes at the sealer's pace, never holding a pass (or, on the
+    // embedded store, the one connection) for long.
+    const budget = limit - batch.length;
+    const resealed = budget > 0 ? (await resealForm1(tx, head, budget)).resealed : 0;
+    return { locked: true, sealed: batch.length, resealed, full: cut !== undefined, head };
   });
-}
-
-/** A row's form-2 hash with fresh salts for its personal fields. */
-export function sealForm2(source: SealedTable, row: Record<string, unknown>): { rh: string; salts: Salts } {
-  const salts = newSalts(source, row);
-  const { committed } = commitRow(source, row, salts, {});
-  return { rh: form2Hash(source, committed!), salts };
-}
-
-/**
- * The salts of the seals just written, in their transaction (a row without personal fields has
- * none). A salts row already there belongs to no seal (the seal was lost with a move to another
- * server, and the row is sealed again): it is replaced, since verify-audit trusts no salt anyway.
- */
-export async function writeSalts(tx: Tx, salted: { source: string; id: number; salts: Salts }[]): Promise<void> {
-  if (salted.length === 0) return;
-  await tx.query(
-    `insert into audit_seal_salts (source, row_id, salts)
-     select s, i, x from unnest($1::text[], $2::bigint[], $3::jsonb[]) as t(s, i, x)
-     on conflict (source, row_id) do update set salts = excluded.salts, erased = '{}'`,
-    [salted.map((r) => r.source), salted.map((r) => r.id), salted.map((r) => JSON.stringify(r.salts))],
-  );
 }
 
 async function writeCursors(tx: Tx, c: Cursors): Promise<void> {
@@ -188,9 +175,11 @@ async function rebase(tx: Tx, below: string): Promise<Cursors> {
 /** Batches until nothing is left that can be sealed now, or another sealer holds the lock. */
 export async function sealAvailable(db: Db, limit = SEAL_BATCH_LIMIT): Promise<BatchResult> {
   let total = 0;
+  let resealed = 0;
   for (;;) {
     const result = await sealBatch(db, limit);
     total += result.sealed;
-    if (!result.locked || !result.full) return { ...result, sealed: total };
+    resealed += result.resealed;
+    if (!result.locked || !result.full) return { ...result, sealed: total, resealed };
   }
 }
