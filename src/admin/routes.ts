@@ -11,6 +11,7 @@ import type { RealtimeStats } from './health-checks.js';
 import { adminQueueRoutes } from './queue.js';
 import { adminReportRoutes } from './reports.js';
 import { adminSchemaRoutes } from './schema.js';
+import { adminSubjectRoutes } from './subjects/routes.js';
 
 export const adminRoutes: FastifyPluginAsync<{ config: Config; realtime?: () => RealtimeStats }> = async (app, { config, realtime }) => {
   await app.register(adminHealthRoutes, { config, ...(realtime ? { realtime } : {}) });
@@ -20,4 +21,5 @@ export const adminRoutes: FastifyPluginAsync<{ config: Config; realtime?: () => 
   await app.register(adminAccessRoutes);
   await app.register(adminReportRoutes);
   await app.register(adminSchemaRoutes);
+  await app.register(adminSubjectRoutes);
 };

@@ -1,0 +1,75 @@
+// Finding one person's rows through the catalogue (issue 32): their reports first (by reporter and
+// reported, and the deleted reports whose pre-image names them), then every catalogue query with
+// those ids; events and admin audit rows are kept when a personal leaf names the person.
+import { personalLeaves } from '../../platform/audit-chain/personal-fields.js';
+import type { Queryable } from '../../platform/db/types.js';
+import { CATALOGUE, type CatalogueEntry } from './catalogue.js';
+import { collectTerms, namesSubject } from './scrub.js';
+
+export interface FoundRow {
+  entry: CatalogueEntry;
+  row: Record<string, unknown>;
+}
+
+export interface SubjectRows {
+  chatId: string;
+  /** Their names and words, learned from their rows (scrub.ts). */
+  terms: string[];
+  /** Every row naming them, catalogue order; a row read by two kinds appears under both. */
+  found: FoundRow[];
+}
+
+interface ReportIds {
+  live: string[];
+  deleted: number[];
+  all: string[];
+}
+
+// Two index lookups rather than one `or`: each side reads its own index (0027).
+export const REPORT_IDS_SQL = 'select report_id from reports where reporter = $1::text union select report_id from reports where reported = $1::text';
+export const DELETED_REPORT_IDS_SQL = `select id, report_id from deleted_reports where pre_image ->> 'reporter' = $1::text
+  union select id, report_id from deleted_reports where pre_image ->> 'reported' = $1::text`;
+
+async function findReportIds(db: Queryable, chatId: string): Promise<ReportIds> {
+  const live = await db.query<{ report_id: string }>(REPORT_IDS_SQL, [chatId]);
+  const deleted = await db.query<{ id: number; report_id: string }>(DELETED_REPORT_IDS_SQL, [chatId]);
+  const liveIds = live.rows.map((r) => r.report_id);
+  return { live: liveIds, deleted: deleted.rows.map((r) => r.id), all: [...new Set([...liveIds, ...deleted.rows.map((r) => r.report_id)])] };
+}
+
+/**
+ * The statement with only the parameters it names, renumbered: a prepared statement must use
+ * (and be able to type) every parameter it is given, and each catalogue query names a few of four.
+ */
+export function bind(sql: string, params: readonly unknown[]): [string, unknown[]] {
+  const used = [...new Set([...sql.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])))].sort((a, b) => a - b);
+  const text = sql.replace(/\$(\d+)/g, (_, n: string) => `$${used.indexOf(Number(n)) + 1}`);
+  return [text, used.map((n) => params[n - 1])];
+}
+
+/**
+ * Every row that names the person. With `lock`, the rows of the mutable tables are locked (for
+ * update) in catalogue order, so an erasure works on rows nobody changes under it.
+ */
+export async function findSubjectRows(db: Queryable, chatId: string, { lock = false } = {}): Promise<SubjectRows> {
+  const ids = await findReportIds(db, chatId);
+  const params = [chatId, ids.live, ids.deleted, ids.all];
+  const found: FoundRow[] = [];
+  const sealed: FoundRow[] = [];
+  for (const entry of CATALOGUE) {
+    const locking = lock && entry.erase !== 'sealed' ? ' for update' : '';
+    const { rows } = await db.query<Record<string, unknown>>(...bind(`${entry.sql}${locking}`, params));
+    for (const row of rows) (entry.erase === 'sealed' ? sealed : found).push({ entry, row });
+  }
+  const terms = collectTerms(chatId, found);
+  const subject = { chatId, terms };
+  for (const item of sealed) {
+    const source = item.entry.table as 'events' | 'audit_log';
+    if (personalLeaves(source, item.row).some((leaf) => namesSubject(leaf.value, subject))) found.push(item);
+  }
+  found.sort((a, b) => CATALOGUE.indexOf(a.entry) - CATALOGUE.indexOf(b.entry));
+  return { chatId, terms, found };
+}
+
+/** The row as stored, without the lookup's own columns (`_id`, `_at`, `_owner`). */
+export const storedColumns = (row: Record<string, unknown>) => Object.fromEntries(Object.entries(row).filter(([k]) => !k.startsWith('_')));
