@@ -66,12 +66,21 @@ async function cannon(opts: MeasureOptions, connections: number, duration: numbe
   return { ...run, otherCores: load.cores(), quietWaitMs: quiet.waitedMs };
 }
 
-function summarize(opts: MeasureOptions, connections: number, raws: Raw[]): Measurement {
-  const sorted = Float64Array.from(raws.flatMap((r) => r.latencies)).sort();
-  const seconds = raws.reduce((a, r) => a + r.seconds, 0);
-  const total = raws.reduce((a, r) => a + r.completed, 0);
+/** Several runs' answers together: every latency (sorted), and the counts added up. */
+export function pool(runs: readonly LoadRun[]) {
+  const sum = (f: (r: LoadRun) => number) => runs.reduce((a, r) => a + f(r), 0);
   const statusCodes: Record<string, number> = {};
-  for (const r of raws) for (const [c, n] of Object.entries(r.statusCodes)) statusCodes[c] = (statusCodes[c] ?? 0) + n;
+  for (const r of runs) for (const [c, n] of Object.entries(r.statusCodes)) statusCodes[c] = (statusCodes[c] ?? 0) + n;
+  const sorted = Float64Array.from(runs.flatMap((r) => r.latencies)).sort();
+  return { sorted, total: sum((r) => r.completed), errors: sum((r) => r.errors), non2xx: sum((r) => r.non2xx), statusCodes };
+}
+
+/** p50, p95, p99 and max of `sorted` latencies. */
+export const latencies = (sorted: Float64Array) => ({ p50: quantile(sorted, 0.5), p95: quantile(sorted, 0.95), p99: quantile(sorted, 0.99), max: sorted[sorted.length - 1] ?? Number.NaN });
+
+function summarize(opts: MeasureOptions, connections: number, raws: Raw[]): Measurement {
+  const { sorted, total, ...counts } = pool(raws);
+  const seconds = raws.reduce((a, r) => a + r.seconds, 0);
   return {
     label: opts.label ?? `${opts.method ?? 'GET'} ${opts.url}`,
     url: opts.url,
@@ -79,16 +88,8 @@ function summarize(opts: MeasureOptions, connections: number, raws: Raw[]): Meas
     duration: Math.round(seconds * 10) / 10,
     reqPerSec: seconds > 0 ? total / seconds : Number.NaN,
     total,
-    latencyMs: {
-      mean: sorted.length ? sorted.reduce((a, b) => a + b, 0) / sorted.length : Number.NaN,
-      p50: quantile(sorted, 0.5),
-      p95: quantile(sorted, 0.95),
-      p99: quantile(sorted, 0.99),
-      max: sorted[sorted.length - 1] ?? Number.NaN,
-    },
-    errors: raws.reduce((a, r) => a + r.errors, 0),
-    non2xx: raws.reduce((a, r) => a + r.non2xx, 0),
-    statusCodes,
+    latencyMs: { mean: sorted.length ? sorted.reduce((a, b) => a + b, 0) / sorted.length : Number.NaN, ...latencies(sorted) },
+    ...counts,
     otherCores: seconds > 0 ? raws.reduce((a, r) => a + r.otherCores * r.seconds, 0) / seconds : 0,
     quietWaitMs: raws.reduce((a, r) => a + r.quietWaitMs, 0),
   };

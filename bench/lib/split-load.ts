@@ -2,9 +2,8 @@
 // instance, the connections split between them, all running at once; the latencies are pooled so
 // that percentiles are those of every request. A new path per request (varied ids, pages, filters).
 import { OtherLoad, waitQuiet } from './machine.js';
-import { runLoad, type LoadRun } from './measure.js';
+import { latencies, pool, runLoad, type LoadRun } from './measure.js';
 import { httpGet } from './proc.js';
-import { quantile } from './stats.js';
 
 /** `connections`, `duration`, `warmup` and `quietWait` are the run's options' names: `{ ...ctx.options, … }` takes the run's. */
 export interface SplitLoadOptions {
@@ -72,14 +71,9 @@ export async function measureSplit(opts: SplitLoadOptions): Promise<SplitLoadRes
   const load = new OtherLoad();
   const runs = await together(opts, opts.duration, path);
   const otherCores = load.cores();
-  const sorted = Float64Array.from(runs.flatMap((r) => r.latencies)).sort();
-  const total = runs.reduce((a, r) => a + r.completed, 0);
+  const { sorted, total, errors, non2xx, statusCodes } = pool(runs);
   // The instances ran side by side: the wall time is the longest run's, not their sum.
   const seconds = Math.max(...runs.map((r) => r.seconds));
-  const statusCodes: Record<string, number> = {};
-  for (const r of runs) for (const [c, n] of Object.entries(r.statusCodes)) statusCodes[c] = (statusCodes[c] ?? 0) + n;
-  const errors = runs.reduce((a, r) => a + r.errors, 0);
-  const non2xx = runs.reduce((a, r) => a + r.non2xx, 0);
   let sample: string | undefined;
   if (errors + non2xx > 0) {
     const url = `${opts.urls[0]}${opts.path()}`;
@@ -90,7 +84,7 @@ export async function measureSplit(opts: SplitLoadOptions): Promise<SplitLoadRes
     reqPerSec: seconds > 0 ? total / seconds : Number.NaN,
     total,
     sent,
-    latencyMs: { p50: quantile(sorted, 0.5), p95: quantile(sorted, 0.95), p99: quantile(sorted, 0.99), max: sorted[sorted.length - 1] ?? Number.NaN },
+    latencyMs: latencies(sorted),
     errors,
     non2xx,
     statusCodes,

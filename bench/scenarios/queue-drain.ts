@@ -14,8 +14,9 @@ import { fillStore, freshStore } from '../lib/own-service.js';
 import { createBenchDatabases } from '../lib/pg.js';
 import { settle, stop, type Child } from '../lib/proc.js';
 import { seedActions, seedDeliveries } from '../lib/queue-seed.js';
-import { percentile, rawDrainActions } from '../lib/raw-drain.js';
+import { rawDrainActions } from '../lib/raw-drain.js';
 import { API_KEY, startService } from '../lib/service.js';
+import { percentile } from '../lib/stats.js';
 import type { Context, ResultLine, Scenario } from '../types.js';
 
 const ITEMS = 20_000;

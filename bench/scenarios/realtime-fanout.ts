@@ -19,8 +19,8 @@ import { every } from '../lib/open-loop.js';
 import { withOwnService, type OwnService } from '../lib/own-service.js';
 import { Subscribers } from '../lib/phoenix-clients.js';
 import { memoryMb, settle } from '../lib/proc.js';
-import { percentile } from '../lib/raw-drain.js';
 import { freshDataDir } from '../lib/service.js';
+import { percentile } from '../lib/stats.js';
 import type { Context, ResultLine, Scenario } from '../types.js';
 
 const INSTANCES = 2;

@@ -15,9 +15,9 @@ import { describeWriter, type WriterResult } from '../lib/open-loop-writer.js';
 import { withOwnService, type OwnService } from '../lib/own-service.js';
 import { memoryMb } from '../lib/proc.js';
 import { seedActions } from '../lib/queue-seed.js';
-import { percentile } from '../lib/raw-drain.js';
 import { API_KEY, freshDataDir } from '../lib/service.js';
 import { describeSplit, measureSplit, type SplitLoadResult } from '../lib/split-load.js';
+import { percentile } from '../lib/stats.js';
 import type { Context, ResultLine, Scenario } from '../types.js';
 
 /** The measured run; SOAK_SECONDS in the bench's environment shortens it for a trial. */

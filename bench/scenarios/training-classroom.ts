@@ -14,7 +14,7 @@ import { openSessions, ORIGIN, seatClassroom, sessionCookie, trainingBrowser, ty
 import { BUSY_CORES, OtherLoad, waitQuiet } from '../lib/machine.js';
 import { every } from '../lib/open-loop.js';
 import { withOwnService } from '../lib/own-service.js';
-import { percentile } from '../lib/raw-drain.js';
+import { percentile } from '../lib/stats.js';
 import type { Context, ResultLine, Scenario } from '../types.js';
 
 const SESSIONS = 20;
