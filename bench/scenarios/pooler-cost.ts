@@ -7,7 +7,7 @@
 //   - queue drain: 32 bot workers claiming and completing report actions (next + complete),
 //     alternating drains direct, pooled, pooled, direct, twice.
 // A writer creates reports through the bot's key on both services at WRITES_PER_SECOND throughout.
-// The database holds ROWS generated reports and events and `jit = off` on the database, as README
+// The database holds ROWS generated reports and events and `jit = off` on the database, as docs/postgresql.md
 // asks behind a pooler (the service sends it as a startup option only to PostgreSQL itself).
 //
 // Run by name, PostgreSQL only, with PgBouncer running (scripts/pgbouncer.sh):
