@@ -2,12 +2,10 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { installSignalHandlers, runCleanup } from './lib/cleanup.js';
 import { makeContext } from './lib/context.js';
-import { countAsOurs } from './lib/machine.js';
-import { createBenchDatabases } from './lib/pg.js';
+import { freshStore } from './lib/own-service.js';
 import { settle, spawnNode, stop, waitReady, type Child } from './lib/proc.js';
 import { formatLine, summaryTable, writeJson, type Report } from './lib/report.js';
-import { startFakeChat } from './lib/fake-chat.js';
-import { freshDataDir, SERVICE_SCRIPT, startService } from './lib/service.js';
+import { SERVICE_SCRIPT, startService } from './lib/service.js';
 import { scenarios } from './scenarios/index.js';
 import type { RunOptions, Scenario } from './types.js';
 
@@ -92,10 +90,7 @@ async function main(): Promise<number> {
     await settle(baseline);
   }
   if (needs.has('service')) {
-    const dbs = options.pg ? await createBenchDatabases(options.pg) : null;
-    if (dbs) countAsOurs('postgres');
-    const chat = await startFakeChat();
-    const started = await startService({ dataDir: freshDataDir(), ...(dbs ?? {}), extraEnv: chat.env });
+    const started = await startService({ ...(await freshStore(options.pg)), chat: true });
     service = started.child;
     console.log(`service (${SERVICE_SCRIPT}) ready in ${started.readyMs.toFixed(0)} ms at ${service.url}, store ${report.store}`);
     console.log(`service idle (under 5% CPU) after ${((await settle(service)) / 1000).toFixed(1)} s more`);

@@ -45,3 +45,8 @@ export async function startFakeChat(): Promise<FakeChat> {
     },
   };
 }
+
+let shared: Promise<FakeChat> | undefined;
+
+/** One stand-in for the whole run: it keeps no state, so every service of the run may share it. */
+export const sharedFakeChat = (): Promise<FakeChat> => (shared ??= startFakeChat());

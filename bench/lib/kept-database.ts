@@ -18,6 +18,7 @@
 import type { Db } from '../../src/platform/db/types.js';
 import { thisBuild, type Build } from './builds.js';
 import { generateReportsAndEvents } from './generate-data.js';
+import { countAsOurs } from './machine.js';
 import { admin, withDatabase, type BenchDatabases } from './pg.js';
 
 /** Tables whose secondary indexes are built after the load instead of during it. */
@@ -79,9 +80,10 @@ export interface KeptOptions {
 
 /**
  * The production and demo databases holding `rows` reports and `rows` events next to `serverUrl`,
- * loaded if they are not already there.
+ * loaded if they are not already there. The server's work counts as part of the run from here on.
  */
 export async function keptDatabases(serverUrl: string, rows: number, log: (line: string) => void, options: KeptOptions = {}): Promise<KeptDatabases> {
+  countAsOurs('postgres');
   const build = options.build ?? thisBuild();
   if (options.suffix !== undefined && !/^[a-z0-9_]{1,30}$/.test(options.suffix)) throw new Error(`kept database suffix "${options.suffix}": lower-case letters, digits and _ only`);
   const name = `cms_bench_${sizeLabel(rows)}${options.suffix === undefined ? '' : `_${options.suffix}`}`;

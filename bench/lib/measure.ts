@@ -2,6 +2,7 @@ import autocannon from 'autocannon';
 import type { Comparison, MeasureOptions, Measurement } from '../types.js';
 import { BUSY_CORES, OtherLoad, waitQuiet } from './machine.js';
 import { httpGet } from './proc.js';
+import { quantile } from './stats.js';
 
 export interface Defaults {
   connections: number;
@@ -65,17 +66,21 @@ async function cannon(opts: MeasureOptions, connections: number, duration: numbe
   return { ...run, otherCores: load.cores(), quietWaitMs: quiet.waitedMs };
 }
 
-function percentile(sorted: Float64Array, p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.max(0, Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN;
+/** Several runs' answers together: every latency (sorted), and the counts added up. */
+export function pool(runs: readonly LoadRun[]) {
+  const sum = (f: (r: LoadRun) => number) => runs.reduce((a, r) => a + f(r), 0);
+  const statusCodes: Record<string, number> = {};
+  for (const r of runs) for (const [c, n] of Object.entries(r.statusCodes)) statusCodes[c] = (statusCodes[c] ?? 0) + n;
+  const sorted = Float64Array.from(runs.flatMap((r) => r.latencies)).sort();
+  return { sorted, total: sum((r) => r.completed), errors: sum((r) => r.errors), non2xx: sum((r) => r.non2xx), statusCodes };
 }
 
+/** p50, p95, p99 and max of `sorted` latencies. */
+export const latencies = (sorted: Float64Array) => ({ p50: quantile(sorted, 0.5), p95: quantile(sorted, 0.95), p99: quantile(sorted, 0.99), max: sorted[sorted.length - 1] ?? Number.NaN });
+
 function summarize(opts: MeasureOptions, connections: number, raws: Raw[]): Measurement {
-  const sorted = Float64Array.from(raws.flatMap((r) => r.latencies)).sort();
+  const { sorted, total, ...counts } = pool(raws);
   const seconds = raws.reduce((a, r) => a + r.seconds, 0);
-  const total = raws.reduce((a, r) => a + r.completed, 0);
-  const statusCodes: Record<string, number> = {};
-  for (const r of raws) for (const [c, n] of Object.entries(r.statusCodes)) statusCodes[c] = (statusCodes[c] ?? 0) + n;
   return {
     label: opts.label ?? `${opts.method ?? 'GET'} ${opts.url}`,
     url: opts.url,
@@ -83,23 +88,15 @@ function summarize(opts: MeasureOptions, connections: number, raws: Raw[]): Meas
     duration: Math.round(seconds * 10) / 10,
     reqPerSec: seconds > 0 ? total / seconds : Number.NaN,
     total,
-    latencyMs: {
-      mean: sorted.length ? sorted.reduce((a, b) => a + b, 0) / sorted.length : Number.NaN,
-      p50: percentile(sorted, 50),
-      p95: percentile(sorted, 95),
-      p99: percentile(sorted, 99),
-      max: sorted[sorted.length - 1] ?? Number.NaN,
-    },
-    errors: raws.reduce((a, r) => a + r.errors, 0),
-    non2xx: raws.reduce((a, r) => a + r.non2xx, 0),
-    statusCodes,
+    latencyMs: { mean: sorted.length ? sorted.reduce((a, b) => a + b, 0) / sorted.length : Number.NaN, ...latencies(sorted) },
+    ...counts,
     otherCores: seconds > 0 ? raws.reduce((a, r) => a + r.otherCores * r.seconds, 0) / seconds : 0,
     quietWaitMs: raws.reduce((a, r) => a + r.quietWaitMs, 0),
   };
 }
 
-const clean = (r: Raw): boolean => r.otherCores < BUSY_CORES;
-const failed = (r: Raw): boolean => r.errors + r.non2xx > 0;
+const clean = (r: { otherCores: number }): boolean => r.otherCores < BUSY_CORES;
+const failed = (r: { errors: number; non2xx: number }): boolean => r.errors + r.non2xx > 0;
 
 /** Warm-up run (discarded), then one measured run, redone (up to twice) if other processes loaded the machine. */
 export async function measure(opts: MeasureOptions, d: Defaults): Promise<Measurement> {
@@ -112,41 +109,48 @@ export async function measure(opts: MeasureOptions, d: Defaults): Promise<Measur
   return summarize(opts, connections, [run]);
 }
 
+/** One load run of a side: `seconds` long, after waiting at most `quietWait` seconds for quiet. */
+export type SideRun<R> = (seconds: number, quietWait: number) => Promise<R>;
+
 /**
- * Measures `a` and `b` in alternating rounds (A B B A ...) that share the duration, so drift in what
- * the machine gives us (CPU steal, a neighbour's build) lands on both sides rather than on one.
- * A round during which other processes loaded the machine is redone, up to `rounds` extra times.
+ * Two sides in alternating rounds (A B, B A, ...) of `seconds` each, after a discarded warm-up of
+ * each, so that drift in what the machine gives us (CPU steal, a neighbour's build) lands on both
+ * sides rather than on one. A round during which other processes loaded the machine is redone, up
+ * to `rounds` extra times, unless a side failed in it. Returns each side's kept runs, round by round.
  */
+export async function alternateRounds<R extends { otherCores: number; errors: number; non2xx: number }>(
+  sides: readonly [SideRun<R>, SideRun<R>],
+  o: { rounds: number; seconds: number; warmup: number; quietWait: number },
+): Promise<{ kept: [R[], R[]]; redone: number }> {
+  if (o.warmup > 0) for (const side of sides) await side(o.warmup, 0);
+  const kept: [R[], R[]] = [[], []];
+  let redone = 0;
+  for (let i = 0; kept[0].length < o.rounds; i++) {
+    const got: R[] = [];
+    for (const s of i % 2 === 0 ? [0, 1] : [1, 0]) got[s] = await sides[s]!(o.seconds, o.quietWait);
+    const [x, y] = got as [R, R];
+    if (!(clean(x) && clean(y)) && !failed(x) && !failed(y) && redone < o.rounds) {
+      redone++;
+      continue;
+    }
+    kept[0].push(x);
+    kept[1].push(y);
+  }
+  return { kept, redone };
+}
+
+/** Measures `a` and `b` in alternating rounds that share the duration (alternateRounds); ratio = a/b. */
 export async function compare(a: MeasureOptions, b: MeasureOptions, d: Defaults): Promise<Comparison> {
   const connections = a.connections ?? d.connections;
   const rounds = Math.max(1, Math.round(d.rounds));
   // Whole seconds: autocannon only stops on its 1 s sampling tick.
-  const slice = Math.max(1, Math.round((a.duration ?? d.duration) / rounds));
-  if (d.warmup > 0) {
-    await cannon(a, connections, d.warmup, 0);
-    await cannon(b, connections, d.warmup, 0);
-  }
-  const ra: Raw[] = [];
-  const rb: Raw[] = [];
-  const roundRatios: number[] = [];
-  let discarded = 0;
-  for (let i = 0; ra.length < rounds; i++) {
-    const order = i % 2 === 0 ? ([a, b] as const) : ([b, a] as const);
-    const first = await cannon(order[0], connections, slice, d.quietWait);
-    const second = await cannon(order[1], connections, slice, d.quietWait);
-    const [x, y] = i % 2 === 0 ? [first, second] : [second, first];
-    const redo = !(clean(x) && clean(y)) && !failed(x) && !failed(y) && discarded < rounds;
-    if (redo) {
-      discarded++;
-      continue;
-    }
-    ra.push(x);
-    rb.push(y);
-    roundRatios.push(ratio(x.completed / x.seconds, y.completed / y.seconds));
-  }
+  const seconds = Math.max(1, Math.round((a.duration ?? d.duration) / rounds));
+  const side = (opts: MeasureOptions): SideRun<Raw> => (s, quietWait) => cannon(opts, connections, s, quietWait);
+  const { kept: [ra, rb], redone } = await alternateRounds([side(a), side(b)], { rounds, seconds, warmup: d.warmup, quietWait: d.quietWait });
+  const roundRatios = ra.map((x, i) => ratio(x.completed / x.seconds, rb[i]!.completed / rb[i]!.seconds));
   const ma = summarize(a, connections, ra);
   const mb = summarize(b, connections, rb);
-  return { a: ma, b: mb, ratio: ratio(ma.reqPerSec, mb.reqPerSec), roundRatios, discardedRounds: discarded };
+  return { a: ma, b: mb, ratio: ratio(ma.reqPerSec, mb.reqPerSec), roundRatios, discardedRounds: redone };
 }
 
 /** One request outside the load, to show what a failing endpoint answers. */

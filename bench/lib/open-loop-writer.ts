@@ -2,6 +2,7 @@
 // answered (a late timer tick sends what is due at once), spread over the instances in turn. What
 // it reports is what it achieved: completed 2xx per second and their latencies.
 import { performance } from 'node:perf_hooks';
+import { quantile } from './stats.js';
 
 export interface WriterRequest {
   path: string;
@@ -30,6 +31,11 @@ export interface Writer {
   latencySince(from: number, q: number): number;
   stop(): Promise<WriterResult>;
 }
+
+/** What a writer did, for the run log. */
+export const describeWriter = (w: WriterResult): string =>
+  `${w.achieved.toFixed(1)}/s of ${w.target} over ${w.seconds.toFixed(0)} s (${w.ok} of ${w.sent} answered 2xx, ${w.failed} failed), ` +
+  `p50=${w.latencyMs.p50.toFixed(1)} p99=${w.latencyMs.p99.toFixed(1)} max=${w.latencyMs.max.toFixed(0)} ms${w.sample ? `; first failure: ${w.sample}` : ''}`;
 
 export function startWriter(urls: string[], perSecond: number, request: (i: number) => WriterRequest): Writer {
   const started = performance.now();
@@ -63,16 +69,12 @@ export function startWriter(urls: string[], perSecond: number, request: (i: numb
   }, 5);
   return {
     completed: () => latencies.length,
-    latencySince(from, q) {
-      const xs = latencies.slice(from).sort((a, b) => a - b);
-      return xs[Math.max(0, Math.ceil(q * xs.length) - 1)] ?? Number.NaN;
-    },
+    latencySince: (from, q) => quantile(latencies.slice(from).sort((a, b) => a - b), q),
     async stop() {
       clearInterval(timer);
       const seconds = (performance.now() - started) / 1000;
       await Promise.all([...inFlight]);
       latencies.sort((a, b) => a - b);
-      const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.ceil(q * latencies.length) - 1)] ?? Number.NaN;
       return {
         target: perSecond,
         sent,
@@ -80,7 +82,7 @@ export function startWriter(urls: string[], perSecond: number, request: (i: numb
         failed,
         seconds,
         achieved: latencies.length / seconds,
-        latencyMs: { p50: at(0.5), p99: at(0.99), max: latencies[latencies.length - 1] ?? Number.NaN },
+        latencyMs: { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), max: latencies[latencies.length - 1] ?? Number.NaN },
         ...(sample === undefined ? {} : { sample }),
       };
     },

@@ -7,11 +7,37 @@ import { openPglite } from '../../src/platform/db/pglite.js';
 import { openPostgres } from '../../src/platform/db/postgres.js';
 import type { Db } from '../../src/platform/db/types.js';
 import type { Context } from '../types.js';
-import { startFakeChat } from './fake-chat.js';
-import { countAsOurs } from './machine.js';
 import { createBenchDatabases } from './pg.js';
 import { settle, stop, type Child } from './proc.js';
 import { freshDataDir, startService } from './service.js';
+
+/** Where a service keeps its data: a DATA_DIR and, on PostgreSQL, its two databases. */
+export interface Store {
+  dataDir: string;
+  productionUrl?: string;
+  demoUrl?: string;
+}
+
+/** A fresh DATA_DIR, and on PostgreSQL (`pg`, the --pg server) two fresh databases, dropped at the end. */
+export async function freshStore(pg: string | null): Promise<Store> {
+  return { dataDir: freshDataDir(), ...(pg ? await createBenchDatabases(pg) : {}) };
+}
+
+/** The store's production database, straight through the driver. */
+export async function openStore(store: Store): Promise<Db> {
+  return store.productionUrl ? openPostgres({ connectionString: store.productionUrl }) : openPglite({ dataDir: join(store.dataDir, 'production') });
+}
+
+/** Migrates the store and runs `fill` on it while no service holds it. */
+export async function fillStore(store: Store, fill: (db: Db) => Promise<unknown> = async () => undefined): Promise<void> {
+  const db = await openStore(store);
+  try {
+    await migrate(db);
+    await fill(db);
+  } finally {
+    await db.close();
+  }
+}
 
 export interface OwnService {
   url: string;
@@ -21,36 +47,46 @@ export interface OwnService {
   instances: Child[];
 }
 
-export async function withOwnService<T>(
-  ctx: Context,
-  prepare: (db: Db) => Promise<void>,
-  run: (service: OwnService) => Promise<T>,
-  extraEnv: Record<string, string> = {},
-  instances = 1,
-): Promise<T> {
-  if (instances > 1 && !ctx.options.pg) throw new Error('several instances need PostgreSQL: an embedded folder takes one process');
-  const dataDir = freshDataDir();
-  const dbs = ctx.options.pg ? await createBenchDatabases(ctx.options.pg) : undefined;
-  if (dbs) countAsOurs('postgres'); // the server's work is part of the run, not outside load
-  const db = dbs ? openPostgres({ connectionString: dbs.productionUrl }) : await openPglite({ dataDir: join(dataDir, 'production') });
-  try {
-    await migrate(db);
-    await prepare(db);
-  } finally {
-    await db.close();
-  }
-  const chat = await startFakeChat();
+export interface InstanceOptions {
+  /** How many instances (default 1); more than one needs PostgreSQL. */
+  count?: number;
+  /** What the run log calls them (default "own service"). */
+  name?: string;
+  /** More environment, on top of the fake chat platform's OAuth. */
+  env?: Record<string, string>;
+}
+
+/** Instances of the service on `store` for `run`, idle before it starts and stopped after it. */
+export async function withInstances<T>(ctx: Context, store: Store, run: (service: OwnService) => Promise<T>, options: InstanceOptions = {}): Promise<T> {
+  const count = options.count ?? 1;
+  const name = options.name ?? 'own service';
   const children: Child[] = [];
   try {
     // One after another: each instance runs the migrations at boot, and they need not race.
-    for (let i = 0; i < instances; i++) {
-      const { child, readyMs } = await startService({ dataDir: i === 0 ? dataDir : freshDataDir(), ...(dbs ?? {}), extraEnv: { ...chat.env, ...extraEnv } });
+    for (let i = 0; i < count; i++) {
+      const { child, readyMs } = await startService({ ...store, dataDir: i === 0 ? store.dataDir : freshDataDir(), chat: true, extraEnv: options.env });
       children.push(child);
-      ctx.log(`    own service${instances > 1 ? ` ${i + 1} of ${instances}` : ''} ready in ${readyMs.toFixed(0)} ms`);
+      ctx.log(`    ${name}${count > 1 ? ` ${i + 1} of ${count}` : ''} ready in ${readyMs.toFixed(0)} ms`);
     }
     for (const child of children) await settle(child);
-    return await run({ url: children[0]!.url, databaseUrl: dbs?.productionUrl, instances: children });
+    return await run({ url: children[0]!.url, databaseUrl: store.productionUrl, instances: children });
   } finally {
     for (const child of children) await stop(child);
   }
+}
+
+export interface OwnServiceOptions {
+  /** Fills the fresh store, migrated, before the service starts. */
+  prepare?: (db: Db) => Promise<unknown>;
+  env?: Record<string, string>;
+  /** More than one needs PostgreSQL: an embedded folder takes one process. */
+  instances?: number;
+}
+
+export async function withOwnService<T>(ctx: Context, run: (service: OwnService) => Promise<T>, options: OwnServiceOptions = {}): Promise<T> {
+  const count = options.instances ?? 1;
+  if (count > 1 && !ctx.options.pg) throw new Error('several instances need PostgreSQL: an embedded folder takes one process');
+  const store = await freshStore(ctx.options.pg);
+  await fillStore(store, options.prepare);
+  return withInstances(ctx, store, run, { count, env: options.env });
 }

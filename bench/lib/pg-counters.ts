@@ -3,7 +3,7 @@
 // statement outside a transaction is a transaction of its own, so the commits during a load count
 // the statements the service ran for it: a request answered from a cache runs none.
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
+import { admin } from './pg.js';
 
 export interface Counters {
   /** Scans per table. */
@@ -18,16 +18,6 @@ export interface Counters {
  */
 export const STATS_FLUSH_MS = 11_000;
 
-export async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
-
 /**
  * Waits (at most `maxMs`) until no connection to `url`'s database runs a SELECT: the service may
  * still be working off requests queued for its pool when the load generator stopped (a write-only
@@ -36,7 +26,7 @@ export async function withClient<T>(url: string, fn: (client: pg.Client) => Prom
  */
 export async function waitDrained(url: string, watchUrl: string, maxMs = 120_000): Promise<void> {
   const database = decodeURIComponent(new URL(url).pathname.slice(1));
-  await withClient(watchUrl, async (c) => {
+  await admin(watchUrl, async (c) => {
     const until = Date.now() + maxMs;
     for (let quiet = 0; quiet < 3 && Date.now() < until; await sleep(200)) {
       const { rows } = await c.query<{ n: number }>(
@@ -55,7 +45,12 @@ export async function waitDrained(url: string, watchUrl: string, maxMs = 120_000
 export async function readCounters(url: string, watchUrl: string, tables: string[]): Promise<Counters> {
   await waitDrained(url, watchUrl);
   await sleep(STATS_FLUSH_MS);
-  return withClient(url, async (client) => {
+  return countersNow(url, tables);
+}
+
+/** The counters of `url`'s database as its backends have handed them over so far. */
+export async function countersNow(url: string, tables: string[]): Promise<Counters> {
+  return admin(url, async (client) => {
     const t = await client.query<{ relname: string; seq_scan: string; idx_scan: string | null }>(
       'select relname, seq_scan, idx_scan from pg_stat_user_tables where relname = any($1::text[])',
       [tables],

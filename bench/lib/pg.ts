@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { onCleanup } from './cleanup.js';
+import { countAsOurs } from './machine.js';
 
 export interface BenchDatabases {
   productionUrl: string;
@@ -24,8 +25,12 @@ export function withDatabase(url: string, name: string): string {
   return u.toString();
 }
 
-/** Creates two fresh databases next to `url` and registers their removal, also on failure and Ctrl-C. */
+/**
+ * Creates two fresh databases next to `url` and registers their removal, also on failure and Ctrl-C.
+ * The server's work is then counted as part of the run, not as outside load (bench/lib/machine.ts).
+ */
 export async function createBenchDatabases(url: string): Promise<BenchDatabases> {
+  countAsOurs('postgres');
   const base = `bench_${process.pid}_${Date.now().toString(36)}`;
   const names = [`${base}_production`, `${base}_demo`] as const;
   const created: string[] = [];

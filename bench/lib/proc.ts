@@ -2,6 +2,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
+import { availableParallelism } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { trackChild } from './cleanup.js';
 
@@ -134,6 +135,45 @@ export function cpuSeconds(pid: number): number {
  */
 export function pinTo(pid: number, cpus: string): void {
   execFileSync('taskset', ['--all-tasks', '--cpu-list', '--pid', cpus, String(pid)], { stdio: 'ignore' });
+}
+
+/**
+ * For services compared side by side: on a machine of two cores or more, this process (the load
+ * generator) is bound to all cores but the last during `run`, which pins each service it starts to
+ * `core`, the last: the service under load then has a core of its own in every round, instead of
+ * the scheduler moving it and the generator about between them. `core` is undefined on one core.
+ */
+export async function withServiceCore<T>(log: (line: string) => void, run: (core: string | undefined) => Promise<T>): Promise<T> {
+  const cores = availableParallelism();
+  const core = cores >= 2 ? String(cores - 1) : undefined;
+  if (core) {
+    pinTo(process.pid, cores === 2 ? '0' : `0-${cores - 2}`);
+    log(`    services bound to CPU ${core}, the load generator to the others`);
+  }
+  try {
+    return await run(core);
+  } finally {
+    if (core) pinTo(process.pid, `0-${cores - 1}`);
+  }
+}
+
+/**
+ * Two services compared side by side: started one after the other in `order` (alternate it from
+ * pair to pair: the start order is not to tell them apart), each bound to `core` when given
+ * (withServiceCore), idle before `run`, stopped after it.
+ */
+export async function withPair<S extends string, T>(order: readonly S[], core: string | undefined, start: (side: S) => Promise<Child>, run: (children: Record<S, Child>) => Promise<T>): Promise<T> {
+  const children = {} as Record<S, Child>;
+  try {
+    for (const side of order) {
+      children[side] = await start(side);
+      if (core) pinTo(children[side].pid, core);
+    }
+    for (const side of order) await settle(children[side]);
+    return await run(children);
+  } finally {
+    for (const side of order) if (children[side]) await stop(children[side]);
+  }
 }
 
 /**

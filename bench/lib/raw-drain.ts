@@ -35,8 +35,3 @@ export async function rawDrainActions(db: Db, workers: number, total: number, st
   );
   return { completed, elapsedMs: performance.now() - started, claimLatencies };
 }
-
-export function percentile(values: readonly number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
-}

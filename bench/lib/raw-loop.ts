@@ -1,6 +1,7 @@
 // The baseline for "over HTTP vs the same work straight through the driver": `concurrency`
 // workers run `op` back to back for `seconds`, as autocannon's connections would.
 import { performance } from 'node:perf_hooks';
+import { percentile } from './stats.js';
 
 export interface LoopResult {
   opsPerSec: number;
@@ -29,7 +30,6 @@ export async function runLoop(concurrency: number, seconds: number, op: (i: numb
     }),
   );
   const elapsed = (performance.now() - start) / 1000;
-  latencies.sort((a, b) => a - b);
-  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
+  const at = (q: number) => percentile(latencies, q);
   return { opsPerSec: latencies.length / elapsed, total: latencies.length, errors, latencyMs: { p50: at(0.5), p95: at(0.95), p99: at(0.99) } };
 }

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { onCleanup } from './cleanup.js';
+import { sharedFakeChat } from './fake-chat.js';
 import { spawnNode, waitReady, type Child } from './proc.js';
 
 export const SERVICE_NAME = 'Bench';
@@ -22,11 +23,14 @@ export function freshDataDir(): string {
 }
 
 export interface ServiceStart {
-  dataDir: string;
+  /** Default: a fresh one. */
+  dataDir?: string;
   productionUrl?: string;
   demoUrl?: string;
   logLevel?: string;
-  /** More variables, e.g. the fake chat platform's OAuth endpoints. */
+  /** The fake chat platform's OAuth endpoints (bench/lib/fake-chat.ts), so that sessions sign in through the real flow. */
+  chat?: boolean;
+  /** More variables, on top of the fake chat's. */
   extraEnv?: Record<string, string>;
   /** Another build's dist/src/server.js (default SERVICE_SCRIPT), and the label in its errors. */
   script?: string;
@@ -34,15 +38,16 @@ export interface ServiceStart {
 }
 
 /** Spawns the service without waiting; pair with waitReady(child, READY_TEXT). */
-export function spawnService(opts: ServiceStart): Promise<Child> {
+export async function spawnService(opts: ServiceStart): Promise<Child> {
   const env: Record<string, string | undefined> = {
-    DATA_DIR: opts.dataDir,
+    DATA_DIR: opts.dataDir ?? freshDataDir(),
     PRODUCTION_API_KEY: API_KEY,
     DEMO_API_KEY: DEMO_API_KEY,
     LOG_LEVEL: opts.logLevel ?? 'warn',
     SERVICE_NAME,
     PRODUCTION_DATABASE_URL: opts.productionUrl,
     DEMO_DATABASE_URL: opts.demoUrl,
+    ...(opts.chat ? (await sharedFakeChat()).env : {}),
     ...opts.extraEnv,
   };
   return spawnNode(opts.label ?? 'service', opts.script ?? SERVICE_SCRIPT, env);

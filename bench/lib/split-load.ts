@@ -2,9 +2,10 @@
 // instance, the connections split between them, all running at once; the latencies are pooled so
 // that percentiles are those of every request. A new path per request (varied ids, pages, filters).
 import { OtherLoad, waitQuiet } from './machine.js';
-import { runLoad, type LoadRun } from './measure.js';
+import { latencies, pool, runLoad, type LoadRun } from './measure.js';
 import { httpGet } from './proc.js';
 
+/** `connections`, `duration`, `warmup` and `quietWait` are the run's options' names: `{ ...ctx.options, … }` takes the run's. */
 export interface SplitLoadOptions {
   /** One base URL per instance. */
   urls: string[];
@@ -51,8 +52,12 @@ async function together(opts: SplitLoadOptions, duration: number, path: () => st
   return Promise.all(opts.urls.map((url, i) => cannon(url, opts, Math.floor(opts.connections / n) + (i < opts.connections % n ? 1 : 0), duration, path)));
 }
 
-const percentile = (sorted: Float64Array, p: number): number =>
-  sorted.length === 0 ? Number.NaN : (sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN);
+/** What a split load measured, for the run log. */
+export const describeSplit = (m: SplitLoadResult): string =>
+  `${m.reqPerSec.toFixed(0)} req/s (${m.total} req) p50=${m.latencyMs.p50.toFixed(1)} p95=${m.latencyMs.p95.toFixed(1)} ` +
+  `p99=${m.latencyMs.p99.toFixed(1)} max=${m.latencyMs.max.toFixed(0)} ms` +
+  (m.errors + m.non2xx > 0 ? `  ERRORS ${m.errors}, non-2xx ${m.non2xx} ${JSON.stringify(m.statusCodes)}; sample: ${m.sample}` : '') +
+  (m.otherCores >= 0.25 ? `  [other processes used ${m.otherCores.toFixed(2)} cores meanwhile]` : '');
 
 export async function measureSplit(opts: SplitLoadOptions): Promise<SplitLoadResult> {
   if (opts.connections < opts.urls.length) throw new Error(`${opts.label}: fewer connections than instances`);
@@ -66,14 +71,9 @@ export async function measureSplit(opts: SplitLoadOptions): Promise<SplitLoadRes
   const load = new OtherLoad();
   const runs = await together(opts, opts.duration, path);
   const otherCores = load.cores();
-  const sorted = Float64Array.from(runs.flatMap((r) => r.latencies)).sort();
-  const total = runs.reduce((a, r) => a + r.completed, 0);
+  const { sorted, total, errors, non2xx, statusCodes } = pool(runs);
   // The instances ran side by side: the wall time is the longest run's, not their sum.
   const seconds = Math.max(...runs.map((r) => r.seconds));
-  const statusCodes: Record<string, number> = {};
-  for (const r of runs) for (const [c, n] of Object.entries(r.statusCodes)) statusCodes[c] = (statusCodes[c] ?? 0) + n;
-  const errors = runs.reduce((a, r) => a + r.errors, 0);
-  const non2xx = runs.reduce((a, r) => a + r.non2xx, 0);
   let sample: string | undefined;
   if (errors + non2xx > 0) {
     const url = `${opts.urls[0]}${opts.path()}`;
@@ -84,7 +84,7 @@ export async function measureSplit(opts: SplitLoadOptions): Promise<SplitLoadRes
     reqPerSec: seconds > 0 ? total / seconds : Number.NaN,
     total,
     sent,
-    latencyMs: { p50: percentile(sorted, 50), p95: percentile(sorted, 95), p99: percentile(sorted, 99), max: sorted[sorted.length - 1] ?? Number.NaN },
+    latencyMs: latencies(sorted),
     errors,
     non2xx,
     statusCodes,

@@ -5,7 +5,8 @@
 // the real OAuth flow. Health by that session under 50 connections, side by side with GET /auth/me
 // by the same session (the lightest session route), and PostgreSQL's own counters: reports and
 // events are never scanned whole.
-import { STATS_FLUSH_MS, withClient } from '../lib/pg-counters.js';
+import { countersNow, scanDelta, STATS_FLUSH_MS } from '../lib/pg-counters.js';
+import { admin } from '../lib/pg.js';
 import { HEALTH_COUNT_CAP } from '../../src/admin/health-checks.js';
 import { ADMIN_EVENT_TYPES, HEALTH_READ_SQL } from '../../src/admin/health-queries.js';
 import type { Db } from '../../src/platform/db/types.js';
@@ -18,22 +19,12 @@ const P99_GOAL_MS = 50;
 const DIRECTOR = '300000000000000900';
 const TABLES = ['reports', 'events', 'report_actions', 'discipline_deliveries'] as const;
 
-/** Sequential scans of TABLES, and `computations`: scans of health_state, one per health computation (its compare-and-set). */
-async function scanCounts(url: string): Promise<Record<string, number>> {
-  return withClient(url, async (c) => {
-    const { rows } = await c.query<{ relname: string; seq_scan: string; idx_scan: string | null }>(
-      `select relname, seq_scan, idx_scan from pg_stat_user_tables where relname = any($1::text[]) or relname = 'health_state'`,
-      [TABLES],
-    );
-    const counts = Object.fromEntries(rows.map((r) => [r.relname, Number(r.seq_scan)]));
-    const state = rows.find((r) => r.relname === 'health_state');
-    return { ...counts, computations: state ? Number(state.seq_scan) + Number(state.idx_scan ?? 0) : 0 };
-  });
-}
+/** Scans of TABLES, and of health_state: one per health computation (its compare-and-set). */
+const scanCounts = (url: string) => countersNow(url, [...TABLES, 'health_state']);
 
 /** The health read's plan: its execution time and every scan node, as "<node> on <relation> [<index>]". */
 async function explainRead(url: string): Promise<{ ms: number; scans: string[] }> {
-  return withClient(url, async (c) => {
+  return admin(url, async (c) => {
     const { rows } = await c.query<{ 'QUERY PLAN': [{ Plan: PlanNode; 'Execution Time': number }] }>(
       `explain (analyze, format json) ${HEALTH_READ_SQL}`,
       [HEALTH_COUNT_CAP, ADMIN_EVENT_TYPES],
@@ -142,13 +133,14 @@ export const adminHealth: Scenario = {
       if (url && before) {
         await new Promise((resolve) => setTimeout(resolve, STATS_FLUSH_MS));
         const after = await scanCounts(url);
-        const incidents = await withClient(url, async (client) => (await client.query<{ n: number }>('select count(*)::int as n from health_incidents')).rows[0]!.n);
-        const computations = after.computations! - before.computations!;
-        ctx.log(`    sequential scans during the load: ${TABLES.map((t) => `${t} ${(after[t] ?? 0) - (before[t] ?? 0)}`).join(', ')}; health incidents recorded: ${incidents}`);
+        const incidents = await admin(url, async (client) => (await client.query<{ n: number }>('select count(*)::int as n from health_incidents')).rows[0]!.n);
+        const state = scanDelta(before, after, 'health_state');
+        const computations = state.seq + state.idx;
+        ctx.log(`    sequential scans during the load: ${TABLES.map((t) => `${t} ${scanDelta(before, after, t).seq}`).join(', ')}; health incidents recorded: ${incidents}`);
         ctx.log(`    health computations during the load (warm-up included): ${computations}, for ${c.a.total} measured answers (concurrent requests share one)`);
         lines.push(ctx.line('health computations during the load, warm-up included', computations, 'computations'));
         for (const table of ['reports', 'events'] as const) {
-          const seq = (after[table] ?? 0) - (before[table] ?? 0);
+          const { seq } = scanDelta(before, after, table);
           lines.push(ctx.line(`${table} sequential scans during the load`, seq, 'scans', { text: '= 0', ok: seq === 0 }));
         }
       }

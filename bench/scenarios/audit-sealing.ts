@@ -12,25 +12,26 @@ import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { sealAvailable } from '../../src/platform/audit-chain/seal.js';
 import { migrate } from '../../src/platform/db/migrate.js';
-import { openPglite } from '../../src/platform/db/pglite.js';
+import type { openPglite } from '../../src/platform/db/pglite.js';
 import { openPostgres } from '../../src/platform/db/postgres.js';
 import type { Db } from '../../src/platform/db/types.js';
+import { abba, alternateDrains, drainedBy, drainRate } from '../lib/alternate-drains.js';
 import { drainQueue } from '../lib/bot-fleet.js';
+import { createLoad, reportBody, startCreating } from '../lib/create-report.js';
 import { listPath, randomListQuery } from '../lib/dashboard-mix.js';
-import { startFakeChat } from '../lib/fake-chat.js';
-import { countAsOurs } from '../lib/machine.js';
-import { startWriter } from '../lib/open-loop-writer.js';
+import { freshStore, openStore, type Store } from '../lib/own-service.js';
 import { createBenchDatabases } from '../lib/pg.js';
-import { settle, spawnNode, stop, waitReady, type Child } from '../lib/proc.js';
+import { settle, stop, type Child } from '../lib/proc.js';
 import { seedActions } from '../lib/queue-seed.js';
 import { formatComparison } from '../lib/report.js';
-import { API_KEY, DEMO_API_KEY, freshDataDir, READY_TEXT, SERVICE_SCRIPT, SERVICE_NAME } from '../lib/service.js';
+import { API_KEY, DEMO_API_KEY, SERVICE_SCRIPT, startService } from '../lib/service.js';
 import { signIn } from '../lib/sign-in.js';
+import { quantile } from '../lib/stats.js';
 import type { Context, ResultLine, Scenario } from '../types.js';
 
 /** Issue goal: within 10 % of the baseline's throughput and p99. */
 const GOAL = 0.9;
-const DRAIN_ROUNDS = ['a', 'b', 'b', 'a', 'a', 'b', 'b', 'a'] as const;
+const DRAIN_ROUNDS = abba('a' as const, 'b' as const, 2);
 const DRAIN_PER_ROUND = 2_000;
 const WORKERS = 32;
 const WRITER_PER_SECOND = 20;
@@ -38,14 +39,12 @@ const DELAY_SECONDS = 30;
 /** BENCH_AUDIT_VERIFY_EVENTS=0 leaves part 4 out (loading a million rows takes minutes). */
 const VERIFY_EVENTS = Number(process.env.BENCH_AUDIT_VERIFY_EVENTS ?? 1_000_000);
 
-const createBody = (prefix: string) =>
-  JSON.stringify({ report_id: `${prefix}-[<id>]`, reporter: '421337905512268801', reported: '508812330461199872', reason: 'Repeated harassment in voice chat', notes: 'bench', evidence: 'clip', reporter_name: 'mapleleaf', reported_name: 'vexx_rider' });
+const createBody = (reportId: string) => reportBody(reportId, { notes: 'bench', evidence: 'clip' });
 
 interface Side {
   label: string;
   script: string;
-  dataDir: string;
-  urls: { productionUrl: string; demoUrl: string } | undefined;
+  store: Store;
   child?: Child;
 }
 
@@ -53,32 +52,15 @@ interface Side {
 async function prepare(side: Side, actions: number): Promise<void> {
   const src = dirname(side.script);
   const { migrate: migrateOwn } = (await import(pathToFileURL(join(src, 'platform/db/migrate.js')).href)) as { migrate: typeof migrate };
-  const db: Db = side.urls
-    ? openPostgres({ connectionString: side.urls.productionUrl })
-    : await ((await import(pathToFileURL(join(src, 'platform/db/pglite.js')).href)) as { openPglite: typeof openPglite }).openPglite({ dataDir: join(side.dataDir, 'production') });
+  const db: Db = side.store.productionUrl
+    ? openPostgres({ connectionString: side.store.productionUrl })
+    : await ((await import(pathToFileURL(join(src, 'platform/db/pglite.js')).href)) as { openPglite: typeof openPglite }).openPglite({ dataDir: join(side.store.dataDir, 'production') });
   try {
     await migrateOwn(db);
     await seedActions(db, actions, `DRAIN-${side.label}`);
   } finally {
     await db.close();
   }
-}
-
-async function start(side: Side, chatEnv: Record<string, string>): Promise<Child> {
-  const env = {
-    DATA_DIR: side.dataDir,
-    PRODUCTION_API_KEY: API_KEY,
-    DEMO_API_KEY: DEMO_API_KEY,
-    LOG_LEVEL: 'warn',
-    SERVICE_NAME,
-    PRODUCTION_DATABASE_URL: side.urls?.productionUrl,
-    DEMO_DATABASE_URL: side.urls?.demoUrl,
-    DATABASE_POOL_SIZE: '16',
-    ...chatEnv,
-  };
-  const child = await spawnNode(side.label, side.script, env);
-  await waitReady(child, READY_TEXT);
-  return child;
 }
 
 export const auditSealing: Scenario = {
@@ -90,19 +72,14 @@ export const auditSealing: Scenario = {
   async run(ctx) {
     const baseline = process.env.BENCH_BASELINE_SERVICE;
     if (!baseline) throw new Error('BENCH_BASELINE_SERVICE: the dist/src/server.js of the build before the audit chain (docs/performance.md, audit-sealing)');
-    const chat = await startFakeChat();
     const sides: Record<'a' | 'b', Side> = {
-      a: { label: 'sealing', script: SERVICE_SCRIPT, dataDir: freshDataDir(), urls: undefined },
-      b: { label: 'baseline', script: baseline, dataDir: freshDataDir(), urls: undefined },
+      a: { label: 'sealing', script: SERVICE_SCRIPT, store: await freshStore(ctx.options.pg) },
+      b: { label: 'baseline', script: baseline, store: await freshStore(ctx.options.pg) },
     };
     for (const side of Object.values(sides)) {
-      if (ctx.options.pg) {
-        side.urls = await createBenchDatabases(ctx.options.pg);
-        countAsOurs('postgres');
-      }
       // A round ends at DRAIN_PER_ROUND completions, with up to a claim per worker still finishing.
       await prepare(side, (DRAIN_PER_ROUND + 2 * WORKERS) * (DRAIN_ROUNDS.length / 2));
-      side.child = await start(side, chat.env);
+      side.child = (await startService({ ...side.store, chat: true, extraEnv: { DATABASE_POOL_SIZE: '16' }, script: side.script, label: side.label })).child;
     }
     const lines: ResultLine[] = [];
     try {
@@ -110,9 +87,7 @@ export const auditSealing: Scenario = {
       const { a, b } = { a: sides.a.child!, b: sides.b.child! };
 
       // 1. Creates.
-      const create = (child: Child, label: string) => ({
-        url: `${child.url}/reports/create`, method: 'POST' as const, headers: { authorization: API_KEY, 'content-type': 'application/json' }, body: createBody(label), idReplacement: true, label: `${label} POST /reports/create`,
-      });
+      const create = (child: Child, label: string) => createLoad(child.url, createBody(`${label}-[<id>]`), `${label} POST /reports/create`);
       const c = await ctx.compare(create(a, 'sealing'), create(b, 'baseline'));
       ctx.log(formatComparison(c));
       const p99Ratio = c.b.latencyMs.p99 / c.a.latencyMs.p99;
@@ -126,15 +101,11 @@ export const auditSealing: Scenario = {
       );
 
       // 2. Queue drains, alternating.
-      const drained = { a: { completed: 0, ms: 0, claims: [] as number[] }, b: { completed: 0, ms: 0, claims: [] as number[] } };
-      for (const side of DRAIN_ROUNDS) {
-        const r = await drainQueue({ instances: [sides[side].child!.url], apiKey: API_KEY, queue: 'actions', workers: WORKERS, total: DRAIN_PER_ROUND, deadlineMs: 300_000 });
-        drained[side].completed += r.completed.size;
-        drained[side].ms += r.elapsedMs;
-        drained[side].claims.push(...r.claimLatencies);
-      }
-      const rate = (s: 'a' | 'b') => drained[s].completed / (drained[s].ms / 1000);
-      const p99 = (s: 'a' | 'b') => drained[s].claims.sort((x, y) => x - y)[Math.ceil(0.99 * drained[s].claims.length) - 1] ?? Number.NaN;
+      const drained = await alternateDrains(DRAIN_ROUNDS, async (side) =>
+        drainedBy(await drainQueue({ instances: [sides[side].child!.url], apiKey: API_KEY, queue: 'actions', workers: WORKERS, total: DRAIN_PER_ROUND, deadlineMs: 300_000 })),
+      );
+      const rate = (s: 'a' | 'b') => drainRate(drained[s]);
+      const p99 = (s: 'a' | 'b') => quantile(drained[s].claimLatencies.sort((x, y) => x - y), 0.99);
       const drainRatio = rate('a') / rate('b');
       const drainP99Ratio = p99('b') / p99('a');
       ctx.log(`    drain: sealing ${rate('a').toFixed(0)}/s claim p99 ${p99('a').toFixed(1)} ms; baseline ${rate('b').toFixed(0)}/s claim p99 ${p99('b').toFixed(1)} ms`);
@@ -149,9 +120,7 @@ export const auditSealing: Scenario = {
 
       // 3. The sealing delay at 20 creates/s while the dashboard's list mix reads.
       const cookie = await signIn(a.url, { chatId: '300000000000000011', clearance: 4 });
-      const writer = startWriter([a.url], WRITER_PER_SECOND, (i) => ({
-        path: '/reports/create', method: 'POST', headers: { authorization: API_KEY, 'content-type': 'application/json' }, body: createBody('SEAL').replace('[<id>]', String(i)),
-      }));
+      const writer = startCreating([a.url], WRITER_PER_SECOND, (i) => createBody(`SEAL-${i}`));
       const reads = await ctx.measure({ url: `${a.url}/reports`, path: () => listPath(randomListQuery()), headers: { cookie }, connections: 8, duration: DELAY_SECONDS, label: 'dashboard list mix (meanwhile)' });
       const written = await writer.stop();
       ctx.log(`    writer: ${written.achieved.toFixed(1)}/s achieved, ${written.failed} failed; reads ${reads.reqPerSec.toFixed(0)}/s`);
@@ -178,7 +147,7 @@ export const auditSealing: Scenario = {
 
 /** created_at is the writing transaction's start: commit -> sealed is at most what this measures. */
 async function sealingDelays(side: Side): Promise<{ p50: number; p99: number; max: number }> {
-  const db = side.urls ? openPostgres({ connectionString: side.urls.productionUrl }) : await openPglite({ dataDir: join(side.dataDir, 'production') });
+  const db = await openStore(side.store);
   try {
     const { rows } = await db.query<{ p50: number; p99: number; max: number; n: number }>(
       `select count(*)::int as n,

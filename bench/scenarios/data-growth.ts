@@ -10,15 +10,16 @@
 // Every request is different (bench/lib/dashboard-mix.ts). The larger size's figures are set
 // against the smaller's. Runs only when named: `--only data-growth --pg <url>`.
 import { performance } from 'node:perf_hooks';
+import { reportBody, startCreating } from '../lib/create-report.js';
 import { auditPath, listPath, randomListQuery, randomPhrase, reportId } from '../lib/dashboard-mix.js';
-import { startFakeChat } from '../lib/fake-chat.js';
 import { keptDatabases, sizeLabel } from '../lib/kept-database.js';
-import { countAsOurs, OtherLoad, waitQuiet } from '../lib/machine.js';
+import { OtherLoad, waitQuiet } from '../lib/machine.js';
 import { every } from '../lib/open-loop.js';
-import { startWriter, type WriterResult } from '../lib/open-loop-writer.js';
-import { settle, stop, type Child } from '../lib/proc.js';
-import { API_KEY, freshDataDir, startService } from '../lib/service.js';
-import { measureSplit, type SplitLoadResult } from '../lib/split-load.js';
+import { describeWriter, type WriterResult } from '../lib/open-loop-writer.js';
+import { withInstances } from '../lib/own-service.js';
+import { API_KEY, freshDataDir } from '../lib/service.js';
+import { describeSplit, measureSplit, type SplitLoadResult } from '../lib/split-load.js';
+import { quantile } from '../lib/stats.js';
 import type { Context, ResultLine, Scenario } from '../types.js';
 
 // --- Sizes, instances, load ---
@@ -61,18 +62,6 @@ function pickKind(): Kind {
   return KINDS[0];
 }
 
-const createBody = (i: number) =>
-  JSON.stringify({
-    report_id: `GROW-${process.pid}-${Date.now().toString(36)}-${i}`,
-    reporter: '421337905512268801',
-    reported: '508812330461199872',
-    reason: 'Repeated harassment in voice chat',
-    notes: 'Reported during the data-growth load',
-    evidence: 'Clip attached',
-    reporter_name: 'mapleleaf',
-    reported_name: 'vexx_rider',
-  });
-
 interface FixedLoad {
   /** Latencies (ms, from when each request was due) by kind, sorted. */
   latencies: Record<Kind, number[]>;
@@ -92,8 +81,6 @@ interface SizeResult {
   saturation: Record<Kind, SplitLoadResult>;
   writer: WriterResult;
 }
-
-const quantile = (sorted: readonly number[], q: number) => sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)] ?? Number.NaN;
 
 /** FIXED_RATE requests a second over the instances in turn, on the clock, for `seconds`. */
 async function fixedLoad(urls: string[], rows: number, seconds: number): Promise<FixedLoad> {
@@ -139,28 +126,17 @@ async function fixedLoad(urls: string[], rows: number, seconds: number): Promise
 async function measureSize(ctx: Context, serverUrl: string, rows: number): Promise<SizeResult> {
   const size = sizeLabel(rows);
   const dbs = await keptDatabases(serverUrl, rows, ctx.log);
-  countAsOurs('postgres'); // the server's work is part of the run, not outside load
-  const chat = await startFakeChat();
-  const children: Child[] = [];
-  try {
-    for (let i = 0; i < INSTANCES; i++) {
-      const { child, readyMs } = await startService({ dataDir: freshDataDir(), productionUrl: dbs.productionUrl, demoUrl: dbs.demoUrl, extraEnv: chat.env });
-      children.push(child);
-      ctx.log(`    ${size}: service ${i + 1} of ${INSTANCES} ready in ${readyMs.toFixed(0)} ms`);
-    }
-    for (const child of children) await settle(child);
-    const urls = children.map((c) => c.url);
+  return withInstances(ctx, { dataDir: freshDataDir(), ...dbs }, async (service) => {
+    const urls = service.instances.map((c) => c.url);
     const headers = { authorization: API_KEY };
-    const writer = startWriter(urls, WRITES_PER_SECOND, (i) => ({
-      path: '/reports/create', method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: createBody(i),
-    }));
+    const writer = startCreating(urls, WRITES_PER_SECOND, (i) => reportBody(`GROW-${process.pid}-${Date.now().toString(36)}-${i}`, { notes: 'Reported during the data-growth load' }));
     let fixed: FixedLoad;
     let written: WriterResult;
     const saturation = {} as Record<Kind, SplitLoadResult>;
     try {
       // The warm-up a running service has had: every kind at saturation for --warmup seconds first.
       for (const kind of KINDS) {
-        await measureSplit({ urls, path: () => pathFor(kind, rows), headers, connections: ctx.options.connections, duration: Math.max(1, ctx.options.warmup), warmup: 0, quietWait: 0, label: `warm-up ${kind}` });
+        await measureSplit({ ...ctx.options, urls, path: () => pathFor(kind, rows), headers, duration: Math.max(1, ctx.options.warmup), warmup: 0, quietWait: 0, label: `warm-up ${kind}` });
       }
       // Then the fixed mix itself, discarded: the pages the measured minute reads are as warm as
       // on a service that has been answering for a while, whichever size was loaded last.
@@ -171,19 +147,16 @@ async function measureSize(ctx: Context, serverUrl: string, rows: number): Promi
       const byKind = KINDS.map((k) => `${k} p50=${quantile(fixed.latencies[k], 0.5).toFixed(1)} p99=${quantile(fixed.latencies[k], 0.99).toFixed(1)} ms (${fixed.latencies[k].length})`).join('; ');
       ctx.log(`    ${size}, ${FIXED_RATE} req/s for ${seconds} s: ${byKind}; floor (GET /) p50=${quantile(fixed.floor, 0.5).toFixed(1)} p99=${quantile(fixed.floor, 0.99).toFixed(1)} ms; ${fixed.failed} failed, timer late p99 ${fixed.timerLateP99.toFixed(1)} ms${fixed.sample ? `; ${fixed.sample}` : ''}`);
       for (const kind of KINDS) {
-        const m = await measureSplit({ urls, path: () => pathFor(kind, rows), headers, connections: ctx.options.connections, duration: ctx.options.duration, warmup: ctx.options.warmup, quietWait: ctx.options.quietWait, label: kind });
+        const m = await measureSplit({ ...ctx.options, urls, path: () => pathFor(kind, rows), headers, label: kind });
         saturation[kind] = m;
-        ctx.log(`    ${size}, ${kind} at saturation: ${m.reqPerSec.toFixed(0)} req/s p50=${m.latencyMs.p50.toFixed(1)} p99=${m.latencyMs.p99.toFixed(1)} ms` +
-          (m.errors + m.non2xx > 0 ? ` ERRORS ${m.errors}, non-2xx ${m.non2xx}; ${m.sample}` : ''));
+        ctx.log(`    ${size}, ${kind} at saturation: ${describeSplit(m)}`);
       }
     } finally {
       written = await writer.stop();
     }
-    ctx.log(`    ${size}, writer: ${written.achieved.toFixed(1)} creates/s of ${WRITES_PER_SECOND} (${written.ok} ok, ${written.failed} failed), p99=${written.latencyMs.p99.toFixed(1)} ms`);
+    ctx.log(`    ${size}, writer: ${describeWriter(written)}`);
     return { rows, fixed, saturation, writer: written };
-  } finally {
-    for (const child of children) await stop(child);
-  }
+  }, { count: INSTANCES, name: `${size}: service` });
 }
 
 function sizes(): number[] {

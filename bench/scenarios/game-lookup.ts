@@ -6,7 +6,7 @@
 import { BREAKER_COOL_DOWN_MS, BREAKER_FAILURE_THRESHOLD } from '../../src/game/players.js';
 import { player, startRelay } from '../lib/game-relay.js';
 import { withOwnService } from '../lib/own-service.js';
-import { formatComparison } from '../lib/report.js';
+import { assertOnlyStatus, compareWithBare } from '../lib/versus-bare.js';
 import type { Scenario } from '../types.js';
 
 const GOAL_RATIO = 0.5;
@@ -26,18 +26,15 @@ export const gameLookup: Scenario = {
     const env = (urls: string[]) => ({ GAME_RELAY_URLS: urls.join(','), GAME_SERVER_KEY: 'bench-server-key', GAME_RELAY_TIMEOUT_SECONDS: String(TIMEOUT_SECONDS) });
     const headers = { authorization: ctx.apiKey };
     try {
-      const steady = await withOwnService(ctx, async () => undefined, async (service) => {
+      const steady = await withOwnService(ctx, async (service) => {
         const callsBefore = relay.calls;
-        const c = await ctx.compare({ url: `${service.url}/game/player/1`, path: lookupPath, headers, label: 'service GET /game/player/<id>' }, { url: `${ctx.baselineUrl}/`, label: 'bare hello-world GET /' });
-        ctx.log(formatComparison(c));
-        assertOnly200(c.a.statusCodes);
-        const lookups = c.a.total;
-        return { c, upstream: relay.calls - callsBefore, lookups };
-      }, env([relay.url]));
+        const c = await compareWithBare(ctx, { url: `${service.url}/game/player/1`, path: lookupPath, headers, label: 'service GET /game/player/<id>' }, '200');
+        return { c, upstream: relay.calls - callsBefore, lookups: c.a.total };
+      }, { env: env([relay.url]) });
 
-      const failover = await withOwnService(ctx, async () => undefined, async (service) => {
+      const failover = await withOwnService(ctx, async (service) => {
         const first = await ctx.measure({ url: `${service.url}/game/player/1`, path: lookupPath, headers, duration: 3, label: 'first 3 s, relay 1 black-holed' });
-        assertOnly200(first.statusCodes);
+        assertOnlyStatus(first.statusCodes, '200');
         // Until the breaker has opened (a failed attempt per refresh), then well inside its cool-down.
         const deadline = Date.now() + 30_000;
         while (blackHole.calls < BREAKER_FAILURE_THRESHOLD && Date.now() < deadline) {
@@ -46,9 +43,9 @@ export const gameLookup: Scenario = {
         }
         await new Promise((r) => setTimeout(r, TIMEOUT_SECONDS * 1000 + 200));
         const opened = await ctx.measure({ url: `${service.url}/game/player/1`, path: lookupPath, headers, duration: Math.min(5, BREAKER_COOL_DOWN_MS / 1000 - 4), label: 'breaker open' });
-        assertOnly200(opened.statusCodes);
+        assertOnlyStatus(opened.statusCodes, '200');
         return { first, opened, blackHoleCalls: blackHole.calls };
-      }, env([blackHole.url, relay.url]));
+      }, { env: env([blackHole.url, relay.url]) });
 
       const { c, upstream, lookups } = steady;
       const { first, opened } = failover;
@@ -73,8 +70,4 @@ export const gameLookup: Scenario = {
     }
   },
 };
-
-function assertOnly200(codes: Record<string, number>): void {
-  if (Object.keys(codes).some((code) => code !== '200')) throw new Error(`expected only 200, got ${JSON.stringify(codes)}`);
-}
 

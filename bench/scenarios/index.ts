@@ -1,7 +1,6 @@
 import type { Scenario } from '../types.js';
 import { adminHealth } from './admin-health.js';
 import { auditSealing } from './audit-sealing.js';
-import { authMe } from './auth-me.js';
 import { dataGrowth } from './data-growth.js';
 import { reportCreate } from './report-create.js';
 import { reportsAtScale } from './reports-at-scale.js';
@@ -9,14 +8,12 @@ import { embeddedStartup } from './embedded-startup.js';
 import { gameLookup } from './game-lookup.js';
 import { metricsOverhead } from './metrics-overhead.js';
 import { poolerCost } from './pooler-cost.js';
-import { generateCase } from './generate-case.js';
 import { queueDrain } from './queue-drain.js';
-import { queuePoll } from './queue-poll.js';
 import { realtimeFanout, realtimeFanoutTenfold } from './realtime-fanout.js';
-import { root } from './root.js';
+import { authMe, generateCase, queuePoll, root } from './single-route.js';
 import { soakScenario } from './soak.js';
 import { trainingClassroom } from './training-classroom.js';
 import { visibilityCost } from './visibility-cost.js';
 
-/** Run order; a new scenario is one file in this folder plus one entry here. */
+/** Run order; a new scenario is one file in this folder (single routes against the bare hello-world: one entry in single-route.ts) plus one entry here. */
 export const scenarios: Scenario[] = [root, generateCase, authMe, metricsOverhead, embeddedStartup, reportCreate, reportsAtScale, queuePoll, queueDrain, adminHealth, gameLookup, trainingClassroom, realtimeFanout, realtimeFanoutTenfold, auditSealing, dataGrowth, visibilityCost, poolerCost, soakScenario];

@@ -15,15 +15,13 @@
 // in one run of twelve, docs/performance.md.)
 // The on side's scrapes land on that core whichever side is loaded at the time: the throughput
 // ratio charges some of them to the off side, the CPU per request charges them all to the on side.
-import { availableParallelism } from 'node:os';
-import { cpuSeconds, freePort, httpGet, pinTo, settle, stop, type Child } from '../lib/proc.js';
+import { wholeFromEnv } from '../lib/env.js';
+import { freshStore } from '../lib/own-service.js';
+import { cpuSeconds, freePort, httpGet, settle, withPair, withServiceCore } from '../lib/proc.js';
 import { formatComparison } from '../lib/report.js';
+import { startService } from '../lib/service.js';
 import { signIn } from '../lib/sign-in.js';
-import { startFakeChat } from '../lib/fake-chat.js';
-import { countAsOurs } from '../lib/machine.js';
-import { createBenchDatabases } from '../lib/pg.js';
-import { freshDataDir, startService } from '../lib/service.js';
-import type { Comparison, Scenario } from '../types.js';
+import type { Comparison, Context, Scenario } from '../types.js';
 
 /** Issue goal: metrics on at least 95% of the throughput with metrics off. */
 const GOAL = 0.95;
@@ -31,14 +29,7 @@ const SCRAPE_EVERY_MS = 1_000;
 /** Scrapes of the metrics side before its measurement: what a service running for a while has had. */
 const WARM_SCRAPES = 20;
 /** Fresh pairs of services (`BENCH_METRICS_PAIRS` overrides); `--duration` and `--rounds` apply to each pair. */
-const PAIRS = pairsFrom(process.env.BENCH_METRICS_PAIRS, 3);
-
-function pairsFrom(raw: string | undefined, fallback: number): number {
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > 20) throw new Error(`BENCH_METRICS_PAIRS must be a whole number from 1 to 20, got "${raw}"`);
-  return n;
-}
+const PAIRS = wholeFromEnv('BENCH_METRICS_PAIRS', 3, 1, 20);
 
 interface PairResult {
   c: Comparison;
@@ -48,88 +39,59 @@ interface PairResult {
   scrapes: { ok: number; ms: number[] };
 }
 
+/** A fresh pair of services compared; which side starts first alternates from pair to pair. */
+async function pair(ctx: Context, core: string | undefined, onFirst: boolean): Promise<PairResult> {
+  const metricsPort = await freePort();
+  const env = { on: { METRICS_PORT: String(metricsPort) }, off: {} };
+  const start = async (side: 'on' | 'off') => (await startService({ ...(await freshStore(ctx.options.pg)), chat: true, extraEnv: env[side] })).child;
+  return withPair(onFirst ? ['on', 'off'] : ['off', 'on'], core, start, async ({ on, off }) => {
+    const [cookieOn, cookieOff] = [
+      await signIn(on.url, { chatId: '300000000000000011', clearance: 3 }),
+      await signIn(off.url, { chatId: '300000000000000011', clearance: 3 }),
+    ];
+    const scrapes = { ok: 0, failed: 0, ms: [] as number[] };
+    const scrape = async () => {
+      const started = performance.now();
+      const res = await httpGet(`http://127.0.0.1:${metricsPort}/metrics`).catch(() => ({ status: 0, body: '' }));
+      scrapes.ms.push(performance.now() - started);
+      if (res.status === 200 && res.body.includes('cms_http_requests_total')) scrapes.ok++;
+      else scrapes.failed++;
+    };
+    // A running service has been scraped long before anyone measures it: its scrape path (and
+    // on PGlite the planner's and executor's WebAssembly for the metrics read, which V8 tiers up
+    // on background threads, on the same core here) is compiled already. Fresh processes would
+    // pay that compilation inside the measured rounds, so the on side is scraped first, then
+    // left to go quiet.
+    for (let i = 0; i < WARM_SCRAPES; i++) await httpGet(`http://127.0.0.1:${metricsPort}/metrics`);
+    await settle(on);
+    const cpuBefore = [cpuSeconds(on.pid), cpuSeconds(off.pid)] as const;
+    const timer = setInterval(() => void scrape(), SCRAPE_EVERY_MS);
+    let c: Comparison;
+    try {
+      c = await ctx.compare(
+        { url: `${on.url}/auth/me`, headers: { cookie: cookieOn }, label: 'metrics on GET /auth/me' },
+        { url: `${off.url}/auth/me`, headers: { cookie: cookieOff }, label: 'metrics off GET /auth/me' },
+      );
+    } finally {
+      clearInterval(timer);
+    }
+    const result = { c, cpuOn: cpuSeconds(on.pid) - cpuBefore[0], cpuOff: cpuSeconds(off.pid) - cpuBefore[1], scrapes };
+    ctx.log(formatComparison(c));
+    if (scrapes.failed > 0) throw new Error(`${scrapes.failed} of ${scrapes.ok + scrapes.failed} scrapes failed`);
+    return result;
+  });
+}
+
 export const metricsOverhead: Scenario = {
   name: 'metrics-overhead',
   description: `GET /auth/me with METRICS_PORT set (scraped every second) vs unset, ${PAIRS} fresh pairs of services side by side`,
   needs: [],
   async run(ctx) {
-    const chat = await startFakeChat();
-    const cores = availableParallelism();
-    const serviceCore = cores >= 2 ? String(cores - 1) : undefined;
-    if (serviceCore) {
-      pinTo(process.pid, cores === 2 ? '0' : `0-${cores - 2}`);
-      ctx.log(`    services bound to CPU ${serviceCore}, the load generator to the others`);
-    }
-    const start = async (extraEnv: Record<string, string>): Promise<Child> => {
-      const dbs = ctx.options.pg ? await createBenchDatabases(ctx.options.pg) : null;
-      if (dbs) countAsOurs('postgres');
-      const { child } = await startService({ dataDir: freshDataDir(), ...(dbs ?? {}), extraEnv: { ...chat.env, ...extraEnv } });
-      if (serviceCore) pinTo(child.pid, serviceCore);
-      return child;
-    };
-
-    // Which side starts first alternates from pair to pair: the start order is not to tell them apart.
-    const pair = async (onFirst: boolean): Promise<PairResult> => {
-      const metricsPort = await freePort();
-      const startOn = () => start({ METRICS_PORT: String(metricsPort) });
-      let on: Child;
-      let off: Child;
-      if (onFirst) {
-        on = await startOn();
-        off = await start({});
-      } else {
-        off = await start({});
-        on = await startOn();
-      }
-      try {
-        await settle(on);
-        await settle(off);
-        const [cookieOn, cookieOff] = [
-          await signIn(on.url, { chatId: '300000000000000011', clearance: 3 }),
-          await signIn(off.url, { chatId: '300000000000000011', clearance: 3 }),
-        ];
-        const scrapes = { ok: 0, failed: 0, ms: [] as number[] };
-        const scrape = async () => {
-          const started = performance.now();
-          const res = await httpGet(`http://127.0.0.1:${metricsPort}/metrics`).catch(() => ({ status: 0, body: '' }));
-          scrapes.ms.push(performance.now() - started);
-          if (res.status === 200 && res.body.includes('cms_http_requests_total')) scrapes.ok++;
-          else scrapes.failed++;
-        };
-        // A running service has been scraped long before anyone measures it: its scrape path (and
-        // on PGlite the planner's and executor's WebAssembly for the metrics read, which V8 tiers up
-        // on background threads, on the same core here) is compiled already. Fresh processes would
-        // pay that compilation inside the measured rounds, so the on side is scraped first, then
-        // left to go quiet.
-        for (let i = 0; i < WARM_SCRAPES; i++) await httpGet(`http://127.0.0.1:${metricsPort}/metrics`);
-        await settle(on);
-        const cpuBefore = [cpuSeconds(on.pid), cpuSeconds(off.pid)] as const;
-        const timer = setInterval(() => void scrape(), SCRAPE_EVERY_MS);
-        let c: Comparison;
-        try {
-          c = await ctx.compare(
-            { url: `${on.url}/auth/me`, headers: { cookie: cookieOn }, label: 'metrics on GET /auth/me' },
-            { url: `${off.url}/auth/me`, headers: { cookie: cookieOff }, label: 'metrics off GET /auth/me' },
-          );
-        } finally {
-          clearInterval(timer);
-        }
-        const result = { c, cpuOn: cpuSeconds(on.pid) - cpuBefore[0], cpuOff: cpuSeconds(off.pid) - cpuBefore[1], scrapes };
-        ctx.log(formatComparison(c));
-        if (scrapes.failed > 0) throw new Error(`${scrapes.failed} of ${scrapes.ok + scrapes.failed} scrapes failed`);
-        return result;
-      } finally {
-        await stop(on);
-        await stop(off);
-      }
-    };
-
-    const pairs: PairResult[] = [];
-    try {
-      for (let i = 0; i < PAIRS; i++) pairs.push(await pair(i % 2 === 0));
-    } finally {
-      if (serviceCore) pinTo(process.pid, `0-${cores - 1}`);
-    }
+    const pairs = await withServiceCore(ctx.log, async (core) => {
+      const done: PairResult[] = [];
+      for (let i = 0; i < PAIRS; i++) done.push(await pair(ctx, core, i % 2 === 0));
+      return done;
+    });
 
     const sum = (f: (p: PairResult) => number) => pairs.reduce((a, p) => a + f(p), 0);
     // Pooled: every pair's requests over every pair's measured seconds, on each side.

@@ -7,28 +7,30 @@
 //   - queue drain: 32 bot workers claiming and completing report actions (next + complete),
 //     alternating drains direct, pooled, pooled, direct, twice.
 // A writer creates reports through the bot's key on both services at WRITES_PER_SECOND throughout.
-// The database holds ROWS generated reports and events and `jit = off` on the database, as README
+// The database holds ROWS generated reports and events and `jit = off` on the database, as docs/postgresql.md
 // asks behind a pooler (the service sends it as a startup option only to PostgreSQL itself).
 //
 // Run by name, PostgreSQL only, with PgBouncer running (scripts/pgbouncer.sh):
 // `npm run bench -- --only pooler-cost --pg postgres://root@127.0.0.1:5432/test`. BENCH_POOLER_URL
 // names the pooler (default postgres://root@127.0.0.1:6432), BENCH_POOLER_ROWS the data (100,000).
-import { randomListQuery, listPath } from '../lib/dashboard-mix.js';
+import { abba, alternateDrains, drainedBy, drainRate } from '../lib/alternate-drains.js';
 import { drainQueue, exactlyOnceProblems } from '../lib/bot-fleet.js';
+import { NAMELESS, reportBody, startCreating } from '../lib/create-report.js';
+import { randomListQuery, listPath } from '../lib/dashboard-mix.js';
+import { wholeFromEnv } from '../lib/env.js';
 import { generateReportsAndEvents } from '../lib/generate-data.js';
 import { countAsOurs } from '../lib/machine.js';
-import { startWriter } from '../lib/open-loop-writer.js';
+import { describeWriter } from '../lib/open-loop-writer.js';
 import { admin, createBenchDatabases, withDatabase } from '../lib/pg.js';
 import { settle, stop, type Child } from '../lib/proc.js';
 import { seedActions } from '../lib/queue-seed.js';
-import { percentile } from '../lib/raw-drain.js';
-import { API_KEY, freshDataDir, startService } from '../lib/service.js';
+import { API_KEY, startService } from '../lib/service.js';
+import { percentile } from '../lib/stats.js';
 import { migrate } from '../../src/platform/db/migrate.js';
 import { openPostgres } from '../../src/platform/db/postgres.js';
 import type { Context, ResultLine, Scenario } from '../types.js';
 
 const POOLER_URL = process.env.BENCH_POOLER_URL || 'postgres://root@127.0.0.1:6432';
-const ROWS = Number(process.env.BENCH_POOLER_ROWS || 100_000);
 const POOL_SIZE = 16;
 const WORKERS = 32;
 /** Actions per drain; eight drains, four a side. */
@@ -49,19 +51,18 @@ function throughPooler(url: string): string {
 async function run(ctx: Context): Promise<ResultLine[]> {
   const serverUrl = ctx.options.pg;
   if (!serverUrl) throw new Error('pooler-cost runs on PostgreSQL only: --pg <url>');
-  if (!Number.isInteger(ROWS) || ROWS < 1_000) throw new Error(`BENCH_POOLER_ROWS must be a whole number of at least 1000, got "${process.env.BENCH_POOLER_ROWS}"`);
+  const rows = wholeFromEnv('BENCH_POOLER_ROWS', 100_000, 1_000, 100_000_000);
   await admin(withDatabase(POOLER_URL, 'postgres'), (c) => c.query('select 1')).catch((err: Error) => {
     throw new Error(`no pooler answers at ${POOLER_URL} (${err.message}): start one with scripts/pgbouncer.sh`);
   });
   const dbs = await createBenchDatabases(serverUrl);
-  countAsOurs('postgres');
   countAsOurs('pgbouncer');
   const db = openPostgres({ connectionString: dbs.productionUrl, max: 4 });
   const children: Child[] = [];
   try {
-    ctx.log(`    generating ${ROWS} reports and events`);
+    ctx.log(`    generating ${rows} reports and events`);
     await migrate(db);
-    await generateReportsAndEvents(db, { reports: ROWS, events: ROWS });
+    await generateReportsAndEvents(db, { reports: rows, events: rows });
     for (const url of [dbs.productionUrl, dbs.demoUrl]) {
       const name = new URL(url).pathname.slice(1);
       await admin(serverUrl, (c) => c.query(`alter database "${name}" set jit = off`));
@@ -80,38 +81,34 @@ async function run(ctx: Context): Promise<ResultLine[]> {
     });
     const services = {} as Record<SideName, Child>;
     for (const side of ['direct', 'pooled'] as const) {
-      const { child } = await startService({ dataDir: freshDataDir(), ...dbs, extraEnv: env(side), label: side });
+      const { child } = await startService({ ...dbs, extraEnv: env(side), label: side });
       children.push(child);
       services[side] = child;
     }
     for (const child of children) await settle(child);
 
-    const writer = startWriter([services.direct.url, services.pooled.url], WRITES_PER_SECOND, (i) => ({
-      path: '/reports/create',
-      method: 'POST',
-      headers: { authorization: API_KEY, 'content-type': 'application/json' },
-      body: JSON.stringify({ report_id: `POOLER-${i}`, reporter: '421337905512268801', reported: '508812330461199872', reason: 'Spam', notes: 'Written during pooler-cost', evidence: 'none' }),
-    }));
+    const writer = startCreating([services.direct.url, services.pooled.url], WRITES_PER_SECOND, (i) =>
+      reportBody(`POOLER-${i}`, { reason: 'Spam', notes: 'Written during pooler-cost', evidence: 'none', ...NAMELESS }),
+    );
     try {
       const lists = await ctx.compare(
         { url: services.pooled.url, path: () => listPath(randomListQuery()), headers: { authorization: API_KEY }, label: 'GET /reports through PgBouncer' },
         { url: services.direct.url, path: () => listPath(randomListQuery()), headers: { authorization: API_KEY }, label: 'GET /reports direct' },
       );
-      const drains = await alternateDrains(ctx, db, services);
+      const drained = await drains(ctx, db, services);
       const written = await writer.stop();
-      ctx.log(`    writer: ${written.ok} of ${written.sent} creates answered 2xx (${written.achieved.toFixed(1)}/s), p99 ${written.latencyMs.p99.toFixed(1)} ms`);
-      const rate = (s: { completed: number; ms: number }) => s.completed / (s.ms / 1000);
+      ctx.log(`    writer: ${describeWriter(written)}`);
       return [
         ctx.line('list pages pooled/direct', lists.ratio, 'ratio'),
         ctx.line('list pages direct', lists.b.reqPerSec, 'req/s'),
         ctx.line('list pages through PgBouncer', lists.a.reqPerSec, 'req/s'),
         ctx.line('list p99 direct', lists.b.latencyMs.p99, 'ms'),
         ctx.line('list p99 through PgBouncer', lists.a.latencyMs.p99, 'ms'),
-        ctx.line(`queue drain pooled/direct (${WORKERS} workers)`, ctx.ratio(rate(drains.pooled), rate(drains.direct)), 'ratio'),
-        ctx.line('queue drain direct', rate(drains.direct), 'items/s'),
-        ctx.line('queue drain through PgBouncer', rate(drains.pooled), 'items/s'),
-        ctx.line('claim p99 direct', percentile(drains.direct.claims, 0.99), 'ms'),
-        ctx.line('claim p99 through PgBouncer', percentile(drains.pooled.claims, 0.99), 'ms'),
+        ctx.line(`queue drain pooled/direct (${WORKERS} workers)`, ctx.ratio(drainRate(drained.pooled), drainRate(drained.direct)), 'ratio'),
+        ctx.line('queue drain direct', drainRate(drained.direct), 'items/s'),
+        ctx.line('queue drain through PgBouncer', drainRate(drained.pooled), 'items/s'),
+        ctx.line('claim p99 direct', percentile(drained.direct.claimLatencies, 0.99), 'ms'),
+        ctx.line('claim p99 through PgBouncer', percentile(drained.pooled.claimLatencies, 0.99), 'ms'),
         ctx.line('writer creates answered 2xx', written.ok, 'requests', { text: `= ${written.sent}`, ok: written.ok === written.sent }),
       ];
     } finally {
@@ -123,22 +120,18 @@ async function run(ctx: Context): Promise<ResultLine[]> {
   }
 }
 
-/** Drains of DRAIN_ITEMS in the order direct, pooled, pooled, direct (twice); each checked exactly once. */
-async function alternateDrains(ctx: Context, db: ReturnType<typeof openPostgres>, services: Record<SideName, Child>) {
-  const sides = { direct: { completed: 0, ms: 0, claims: [] as number[] }, pooled: { completed: 0, ms: 0, claims: [] as number[] } };
-  const order: SideName[] = ['direct', 'pooled', 'pooled', 'direct', 'direct', 'pooled', 'pooled', 'direct'];
-  for (const [side, round] of [['direct', 'warm-up'] as const, ['pooled', 'warm-up'] as const, ...order.map((s, i) => [s, i] as const)]) {
+/** A warm-up drain of DRAIN_ITEMS a side, then drains in the order direct, pooled, pooled, direct (twice); each checked exactly once. */
+async function drains(ctx: Context, db: ReturnType<typeof openPostgres>, services: Record<SideName, Child>) {
+  const drain = async (side: SideName, round: number | 'warm-up') => {
     const ids = await seedActions(db, DRAIN_ITEMS, `DRAIN-${side}-${round}`);
     const result = await drainQueue({ instances: [services[side].url], apiKey: API_KEY, queue: 'actions', workers: WORKERS, total: ids.length, deadlineMs: 600_000 });
     const problems = exactlyOnceProblems(result, ids);
     if (problems.length) throw new Error(`${side} drain: ${problems.join('; ')}`);
     ctx.log(`    ${side} drain ${round}: ${ids.length} actions in ${(result.elapsedMs / 1000).toFixed(1)} s`);
-    if (round === 'warm-up') continue;
-    sides[side].completed += result.completed.size;
-    sides[side].ms += result.elapsedMs;
-    sides[side].claims.push(...result.claimLatencies);
-  }
-  return sides;
+    return drainedBy(result);
+  };
+  for (const side of ['direct', 'pooled'] as const) await drain(side, 'warm-up');
+  return alternateDrains(abba<SideName>('direct', 'pooled', 2), drain);
 }
 
 export const poolerCost: Scenario = {

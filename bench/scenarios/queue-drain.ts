@@ -4,18 +4,19 @@
 // drains of 20,000 actions and 20,000 deliveries kill one instance with SIGKILL a third of the way
 // in: its orphaned claims come back through the stale sweep. Every drain is checked exactly once.
 // On PGlite (one process per folder) one instance drains, and the raw loop runs on a PGlite of its own.
-import { join } from 'node:path';
 import { migrate } from '../../src/platform/db/migrate.js';
 import { openPglite } from '../../src/platform/db/pglite.js';
 import { openPostgres } from '../../src/platform/db/postgres.js';
 import type { Db } from '../../src/platform/db/types.js';
+import { abba, alternateDrains, drainedBy, drainRate, type Drained } from '../lib/alternate-drains.js';
 import { drainQueue, exactlyOnceProblems, killPartWay, type FleetQueue, type FleetResult } from '../lib/bot-fleet.js';
-import { countAsOurs } from '../lib/machine.js';
+import { fillStore, freshStore } from '../lib/own-service.js';
 import { createBenchDatabases } from '../lib/pg.js';
 import { settle, stop, type Child } from '../lib/proc.js';
 import { seedActions, seedDeliveries } from '../lib/queue-seed.js';
-import { percentile, rawDrainActions } from '../lib/raw-drain.js';
-import { API_KEY, freshDataDir, startService } from '../lib/service.js';
+import { rawDrainActions } from '../lib/raw-drain.js';
+import { API_KEY, startService } from '../lib/service.js';
+import { percentile } from '../lib/stats.js';
 import type { Context, ResultLine, Scenario } from '../types.js';
 
 const ITEMS = 20_000;
@@ -27,33 +28,9 @@ const POOL_PER_INSTANCE = 16;
 const GOAL = { postgres: 0.6, pglite: 0.5 };
 const CLAIM_P99_GOAL_MS = 20;
 
-const rate = (completed: number, ms: number) => completed / (ms / 1000);
-
-/** One side's drains, summed over its rounds. */
-interface Side {
-  completed: number;
-  elapsedMs: number;
-  claimLatencies: number[];
-}
-
-/**
- * Raw and HTTP drains of ITEMS each, in alternating rounds (raw HTTP HTTP raw, twice), so that
- * neither side gets the emptier tables or the quieter minute.
- */
-async function alternate(runRaw: (n: number, round: number) => Promise<Side>, runHttp: (n: number, round: number) => Promise<Side>) {
-  const sides = { raw: { completed: 0, elapsedMs: 0, claimLatencies: [] as number[] }, http: { completed: 0, elapsedMs: 0, claimLatencies: [] as number[] } };
-  const order = ['raw', 'http', 'http', 'raw', 'raw', 'http', 'http', 'raw'] as const;
-  const perRound = ITEMS / (order.length / 2);
-  for (const [round, side] of order.entries()) {
-    const done = await (side === 'raw' ? runRaw : runHttp)(perRound, round);
-    sides[side].completed += done.completed;
-    sides[side].elapsedMs += done.elapsedMs;
-    sides[side].claimLatencies.push(...done.claimLatencies);
-  }
-  return sides;
-}
-
-const sideOf = (fleet: FleetResult): Side => ({ completed: fleet.completed.size, elapsedMs: fleet.elapsedMs, claimLatencies: fleet.claimLatencies });
+/** Raw and HTTP drains of ITEMS each, in alternating rounds: raw HTTP HTTP raw, twice. */
+const ORDER = abba('raw' as const, 'http' as const, 2);
+const PER_ROUND = ITEMS / (ORDER.length / 2);
 
 function assertExactlyOnce(label: string, result: FleetResult, ids: number[]): void {
   const problems = exactlyOnceProblems(result, ids);
@@ -93,10 +70,10 @@ async function rawDrain(ctx: Context, db: Db, count: number) {
   return result;
 }
 
-function throughputLines(ctx: Context, http: Side, raw: Side): ResultLine[] {
+function throughputLines(ctx: Context, { http, raw }: Record<'http' | 'raw', Drained>): ResultLine[] {
   ctx.log(`    raw ${raw.completed} in ${(raw.elapsedMs / 1000).toFixed(1)} s; HTTP ${http.completed} in ${(http.elapsedMs / 1000).toFixed(1)} s`);
-  const httpRate = rate(http.completed, http.elapsedMs);
-  const rawRate = rate(raw.completed, raw.elapsedMs);
+  const httpRate = drainRate(http);
+  const rawRate = drainRate(raw);
   const ratio = ctx.ratio(httpRate, rawRate);
   const p99 = percentile(http.claimLatencies, 0.99);
   const goal = GOAL[ctx.store];
@@ -113,11 +90,10 @@ function throughputLines(ctx: Context, http: Side, raw: Side): ResultLine[] {
 
 async function onPostgres(ctx: Context, pgUrl: string): Promise<ResultLine[]> {
   const dbs = await createBenchDatabases(pgUrl);
-  countAsOurs('postgres');
   const db = openPostgres({ connectionString: dbs.productionUrl, max: 2 * POOL_PER_INSTANCE });
   const children: Child[] = [];
   const spawn = async () => {
-    const { child } = await startService({ dataDir: freshDataDir(), ...dbs, extraEnv: { QUEUE_STALE_TIMEOUT_SECONDS: String(STALE_SECONDS), DATABASE_POOL_SIZE: String(POOL_PER_INSTANCE) } });
+    const { child } = await startService({ ...dbs, extraEnv: { QUEUE_STALE_TIMEOUT_SECONDS: String(STALE_SECONDS), DATABASE_POOL_SIZE: String(POOL_PER_INSTANCE) } });
     children.push(child);
     return child;
   };
@@ -127,11 +103,8 @@ async function onPostgres(ctx: Context, pgUrl: string): Promise<ResultLine[]> {
     for (const child of instances) await settle(child);
     await httpDrain(ctx, db, instances, WARMUP_ITEMS);
     await rawDrain(ctx, db, WARMUP_ITEMS);
-    const { raw, http } = await alternate(
-      (n) => rawDrain(ctx, db, n),
-      async (n) => sideOf(await httpDrain(ctx, db, instances, n)),
-    );
-    const lines = throughputLines(ctx, http, raw);
+    const sides = await alternateDrains(ORDER, async (side) => (side === 'raw' ? rawDrain(ctx, db, PER_ROUND) : drainedBy(await httpDrain(ctx, db, instances, PER_ROUND))));
+    const lines = throughputLines(ctx, sides);
 
     // The kill runs: the first instance survives, a fresh second one is killed each time.
     await stop(instances[1]!);
@@ -156,17 +129,11 @@ async function onPostgres(ctx: Context, pgUrl: string): Promise<ResultLine[]> {
 }
 
 async function onPglite(ctx: Context): Promise<ResultLine[]> {
-  const dataDir = freshDataDir();
   // The service's folder is filled before it starts (one process per folder).
-  const folder = await openPglite({ dataDir: join(dataDir, 'production') });
-  let ids: number[];
-  try {
-    await migrate(folder);
-    ids = await seedActions(folder, WARMUP_ITEMS + ITEMS, 'HTTP');
-  } finally {
-    await folder.close();
-  }
-  const { child } = await startService({ dataDir, extraEnv: { QUEUE_STALE_TIMEOUT_SECONDS: String(STALE_SECONDS) } });
+  const store = await freshStore(null);
+  let ids: number[] = [];
+  await fillStore(store, async (folder) => (ids = await seedActions(folder, WARMUP_ITEMS + ITEMS, 'HTTP')));
+  const { child } = await startService({ ...store, extraEnv: { QUEUE_STALE_TIMEOUT_SECONDS: String(STALE_SECONDS) } });
   const own = await openPglite();
   try {
     await settle(child);
@@ -180,17 +147,16 @@ async function onPglite(ctx: Context): Promise<ResultLine[]> {
     const doneSoFar = () => fleets.reduce((n, f) => n + f.completed.size, 0);
     await fleet(WARMUP_ITEMS);
     await rawDrain(ctx, own, WARMUP_ITEMS);
-    const { raw, http } = await alternate(
-      (n) => rawDrain(ctx, own, n),
-      // A worker finishes what it claimed, so a round may do a few more than asked: the last
-      // HTTP round (the seventh) takes exactly what is left.
-      async (n, round) => sideOf(await fleet(round === 6 ? ids.length - doneSoFar() : n)),
+    // A worker finishes what it claimed, so a round may do a few more than asked: the last HTTP
+    // round (the seventh) takes exactly what is left.
+    const sides = await alternateDrains(ORDER, async (side, round) =>
+      side === 'raw' ? rawDrain(ctx, own, PER_ROUND) : drainedBy(await fleet(round === 6 ? ids.length - doneSoFar() : PER_ROUND)),
     );
     const handed = new Map<number, number>();
     for (const f of fleets) for (const [id, n] of f.handouts) handed.set(id, (handed.get(id) ?? 0) + n);
     const completed = new Set(fleets.flatMap((f) => [...f.completed]));
     assertExactlyOnce('HTTP drains', { ...fleets[0]!, handouts: handed, completed }, ids);
-    return throughputLines(ctx, http, raw);
+    return throughputLines(ctx, sides);
   } finally {
     await stop(child);
     await own.close();

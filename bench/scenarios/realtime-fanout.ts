@@ -8,23 +8,19 @@
 // all have joined, per connection (Supabase's Elixir server: about 160 KB a connection on 2 vCPU).
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { insertAgent } from '../../src/agents/queries.js';
-import { DEMO_SCENARIOS } from '../../src/demo/seed-scenarios.js';
-import { createSession, SESSION_COOKIE } from '../../src/platform/auth/sessions.js';
 import type { Db } from '../../src/platform/db/types.js';
 import { REALTIME_CHANNEL } from '../../src/platform/environments.js';
 import { mintToken } from '../../src/realtime/tokens.js';
 import { sessionTopic, userTopic } from '../../src/training/broadcaster.js';
-import { upsertScenarios } from '../../src/training/scenario-queries.js';
-import { createFleetClient } from '../lib/bot-fleet.js';
+import { openSessions, ORIGIN, seatClassroom, trainingBrowser, type Seat } from '../lib/classroom.js';
 import { GC_SIGNAL, gcOnSignalEnv, memoryUsageOf } from '../lib/gc-on-signal.js';
 import { BUSY_CORES, OtherLoad, waitQuiet } from '../lib/machine.js';
 import { every } from '../lib/open-loop.js';
 import { withOwnService, type OwnService } from '../lib/own-service.js';
 import { Subscribers } from '../lib/phoenix-clients.js';
 import { memoryMb, settle } from '../lib/proc.js';
-import { percentile } from '../lib/raw-drain.js';
 import { freshDataDir } from '../lib/service.js';
+import { percentile } from '../lib/stats.js';
 import type { Context, ResultLine, Scenario } from '../types.js';
 
 const INSTANCES = 2;
@@ -52,8 +48,6 @@ const DRAIN_MS = 3000;
 /** A full collection of a ~100 MB heap takes tens of ms; RSS is read well after. */
 const GC_WAIT_MS = 1000;
 const SECRET = 'bench-realtime-signing-secret-0123456789abcdef';
-/** A browser's fetch sends its page's origin on a POST; the service must list it (TRAINING_ORIGINS). */
-const ORIGIN = 'http://training.bench.localhost';
 /** An evidence item of the demo scenario first-response: released and locked in turn. */
 const EVIDENCE_KEY = 'witness';
 const SLUG = 'first-response';
@@ -66,26 +60,12 @@ const SLUG = 'first-response';
 const FOREIGN_SQL = `select count(*)::int as n from pg_stat_activity
   where state = 'active' and backend_type = 'client backend' and datname is distinct from current_database() and pid <> pg_backend_pid()`;
 const BUSY_BACKENDS = 0.25;
-// Snowflake-like chat ids, as text: they exceed 2^53.
-const trainerId = (i: number) => `3300000000000${String(i).padStart(5, '0')}`;
-const traineeId = (i: number) => `3400000000000${String(i).padStart(5, '0')}`;
-
-interface Seat { index: number; trainerCookie: string; scenarioId: number; sessionId: number }
 /** One broadcast-producing request: where it went, when, and the event id it recorded. */
 interface Sent { at: number; topics: string[]; status: number; id?: number; measured: boolean }
 
-/** Trainers (flagged, with a live session: a cookie), onboarding trainees and the demo scenarios; straight in the database. */
+/** Flagged trainers, each with their trainee, all on the same demo scenario (bench/lib/classroom.ts). */
 async function prepare(db: Db, seats: Seat[], scale: Scale): Promise<void> {
-  const scenarioId = await db.transaction(async (tx) => {
-    await upsertScenarios(tx, DEMO_SCENARIOS);
-    return (await tx.query<{ id: number }>('select id from training_scenarios where slug = $1', [SLUG])).rows[0]!.id;
-  });
-  const cookie = async (chatId: string) => `${SESSION_COOKIE}=${(await createSession(db, 'production', chatId)).token}`;
-  for (let i = 0; i < scale.sessions; i++) {
-    await insertAgent(db, { chat_id: trainerId(i), name: `Trainer ${i}`, status: 'active', agent_rank: 'Senior Agent', clearance_level: 3, is_trainer: true });
-    await insertAgent(db, { chat_id: traineeId(i), name: `Trainee ${i}`, status: 'onboarding', agent_rank: 'Agent', clearance_level: 1, is_trainer: false });
-    seats.push({ index: i, trainerCookie: await cookie(trainerId(i)), scenarioId, sessionId: 0 });
-  }
+  seats.push(...(await seatClassroom(db, scale.sessions, { trainers: '33', trainees: '34', flagged: () => true, slug: () => SLUG })));
 }
 
 /** Per instance, in kB after a full collection (gc-on-signal.ts): VmRSS from /proc, and the heap used plus memory outside it. */
@@ -101,26 +81,18 @@ async function memory(service: OwnService, dir: string): Promise<Array<{ rss: nu
 async function fanout(ctx: Context, service: OwnService, seats: Seat[], memoryDir: string, scale: Scale): Promise<ResultLine[]> {
   const CLIENTS = clientsOf(scale);
   const urls = service.instances.map((c) => c.url);
-  const http = createFleetClient(scale.sessions);
-  const call = async (url: string, path: string, cookie: string, body: unknown) => {
-    const answer = await http.request('POST', url + path, { cookie, origin: ORIGIN }, JSON.stringify(body));
-    if (answer.status >= 300) throw new Error(`POST ${path}: ${answer.status} ${answer.body}`);
-    return JSON.parse(answer.body) as { session: { id: number } };
-  };
+  const http = trainingBrowser(scale.sessions);
   const subs = new Subscribers([]);
   let listener: pg.Client | undefined;
   try {
-    for (const seat of seats) {
-      seat.sessionId = (await call(urls[seat.index % INSTANCES]!, '/training/sessions', seat.trainerCookie, { trainee_id: traineeId(seat.index), scenario_id: seat.scenarioId })).session.id;
-      await call(urls[seat.index % INSTANCES]!, `/training/sessions/${seat.sessionId}/start`, seat.trainerCookie, {});
-    }
+    await openSessions(http, seats, (seat) => urls[seat.index % INSTANCES]!);
     // Every subscriber, interleaved over the instances so that each holds exactly half; both members' tokens on the session channel.
     const list = subs.list;
     for (const seat of seats) {
       for (let instance = 0; instance < INSTANCES; instance++) {
-        list.push({ topic: userTopic(trainerId(seat.index)), chatId: trainerId(seat.index), instance });
-        list.push({ topic: userTopic(traineeId(seat.index)), chatId: traineeId(seat.index), instance });
-        for (let k = 0; k < SESSION_SUBSCRIBERS; k++) list.push({ topic: sessionTopic(seat.sessionId), chatId: k % 2 ? traineeId(seat.index) : trainerId(seat.index), instance });
+        list.push({ topic: userTopic(seat.trainerId), chatId: seat.trainerId, instance });
+        list.push({ topic: userTopic(seat.traineeId), chatId: seat.traineeId, instance });
+        for (let k = 0; k < SESSION_SUBSCRIBERS; k++) list.push({ topic: sessionTopic(seat.sessionId), chatId: k % 2 ? seat.traineeId : seat.trainerId, instance });
       }
     }
     const subscribersOf = new Map<string, number>();
@@ -130,7 +102,7 @@ async function fanout(ctx: Context, service: OwnService, seats: Seat[], memoryDi
     for (const child of service.instances) await settle(child);
     const before = await memory(service, memoryDir);
     const tokens = new Map<string, string>();
-    for (const seat of seats) for (const id of [trainerId(seat.index), traineeId(seat.index)]) tokens.set(id, (await mintToken('production', SECRET, id)).token);
+    for (const seat of seats) for (const id of [seat.trainerId, seat.traineeId]) tokens.set(id, (await mintToken('production', SECRET, id)).token);
     const joinStart = performance.now();
     let next = 0;
     await Promise.all(Array.from({ length: JOIN_CONCURRENCY }, async () => {
@@ -171,11 +143,11 @@ async function fanout(ctx: Context, service: OwnService, seats: Seat[], memoryDi
       const instance = (seat.index + n) % INSTANCES;
       const evidence = n % 2 === 0;
       const path = evidence ? `/training/sessions/${seat.sessionId}/evidence/${EVIDENCE_KEY}/${n % 4 === 0 ? 'release' : 'lock'}` : `/training/sessions/${seat.sessionId}/inject`;
-      const topics = evidence ? [sessionTopic(seat.sessionId)] : [userTopic(trainerId(seat.index)), userTopic(traineeId(seat.index))];
+      const topics = evidence ? [sessionTopic(seat.sessionId)] : [userTopic(seat.trainerId), userTopic(seat.traineeId)];
       const s: Sent = { at: Date.now(), topics, status: 0, measured: performance.now() >= measuredFrom };
       sent.push(s);
       const body = evidence ? {} : { type: 'custom_message', content: `Tick ${n}: check the radio log` };
-      const answered = http.request('POST', urls[instance] + path, { cookie: seat.trainerCookie, origin: ORIGIN }, JSON.stringify(body)).then((a) => {
+      const answered = http.request('POST', urls[instance] + path, seat.trainerCookie, body).then((a) => {
         s.status = a.status;
         if (a.status < 300) s.id = (JSON.parse(a.body) as { event: { id: number } }).event.id;
       });
@@ -273,7 +245,7 @@ function fanoutScenario(name: string, scale: Scale, onlyWhenNamed: boolean): Sce
       const seats: Seat[] = [];
       const memoryDir = freshDataDir();
       const env = { TRAINING_ORIGINS: ORIGIN, PRODUCTION_REALTIME_SIGNING_SECRET: SECRET, ...gcOnSignalEnv(memoryDir) };
-      return withOwnService(ctx, (db) => prepare(db, seats, scale), (service) => fanout(ctx, service, seats, memoryDir, scale), env, INSTANCES);
+      return withOwnService(ctx, (service) => fanout(ctx, service, seats, memoryDir, scale), { prepare: (db) => prepare(db, seats, scale), env, instances: INSTANCES });
     },
   };
 }

@@ -5,32 +5,22 @@ import { migrate } from '../../src/platform/db/migrate.js';
 import { openPglite } from '../../src/platform/db/pglite.js';
 import { openPostgres } from '../../src/platform/db/postgres.js';
 import type { Db } from '../../src/platform/db/types.js';
+import { createLoad, REPORT, reportBody } from '../lib/create-report.js';
 import { withOwnService } from '../lib/own-service.js';
 import { runLoop } from '../lib/raw-loop.js';
-import { API_KEY } from '../lib/service.js';
 import type { Scenario } from '../types.js';
 
 const GOAL = 0.4;
 
-const body = JSON.stringify({
-  report_id: 'HTTP-[<id>]',
-  reporter: '421337905512268801',
-  reported: '508812330461199872',
-  reason: 'Repeated harassment in voice chat',
-  notes: 'Reported through the bench',
-  evidence: 'Clip attached',
-  reporter_name: 'mapleleaf',
-  reported_name: 'vexx_rider',
-});
-
-/** The inserts POST /reports/create makes, as one transaction straight through the driver. */
+/** The inserts POST /reports/create makes for REPORT, as one transaction straight through the driver. */
 async function rawCreate(db: Db, i: number): Promise<void> {
   const id = `RAW-${process.pid}-${i}`;
+  const r = REPORT;
   await db.transaction(async (tx) => {
     await tx.query(
       `insert into reports (report_id, reporter, reported, reason, notes, evidence, reporter_name, reported_name)
        values ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text) returning *`,
-      [id, '421337905512268801', '508812330461199872', 'Repeated harassment in voice chat', 'Reported through the bench', 'Clip attached', 'mapleleaf', 'vexx_rider'],
+      [id, r.reporter, r.reported, r.reason, r.notes, r.evidence, r.reporter_name, r.reported_name],
     );
     await tx.query(`insert into report_timeline (report_id, event, actor_kind, actor_name) values ($1::text, 'Report created', 'bot', 'Automation bot')`, [id]);
     await tx.query(
@@ -45,15 +35,8 @@ export const reportCreate: Scenario = {
   description: 'POST /reports/create over HTTP vs a raw loop of the same inserts through the same driver (goal on PostgreSQL)',
   needs: [],
   async run(ctx) {
-    return withOwnService(ctx, async () => undefined, async (service) => {
-      const http = await ctx.measure({
-        url: `${service.url}/reports/create`,
-        method: 'POST',
-        headers: { authorization: API_KEY, 'content-type': 'application/json' },
-        body,
-        idReplacement: true,
-        label: 'service POST /reports/create',
-      });
+    return withOwnService(ctx, async (service) => {
+      const http = await ctx.measure(createLoad(service.url, reportBody('HTTP-[<id>]'), 'service POST /reports/create'));
       // PostgreSQL: the same database, a pool the size of the service's. PGlite: the service holds
       // its folder, so the loop runs on an in-memory PGlite of its own (same driver, same SQL).
       const db = service.databaseUrl ? openPostgres({ connectionString: service.databaseUrl, max: 10 }) : await openPglite();

@@ -8,13 +8,14 @@
 import type { Db } from '../../src/platform/db/types.js';
 import { openPostgres } from '../../src/platform/db/postgres.js';
 import { listReportPage } from '../../src/reports/list.js';
+import { reportBody, startCreating } from '../lib/create-report.js';
 import { auditPath, listPath, randomListQuery, randomPhrase, reportId } from '../lib/dashboard-mix.js';
 import { generateReportsAndEvents } from '../lib/generate-data.js';
-import { startWriter, type WriterResult } from '../lib/open-loop-writer.js';
-import { withOwnService } from '../lib/own-service.js';
+import { describeWriter, type WriterResult } from '../lib/open-loop-writer.js';
+import { withOwnService, type OwnService } from '../lib/own-service.js';
 import { runLoop, type LoopResult } from '../lib/raw-loop.js';
 import { API_KEY } from '../lib/service.js';
-import { measureSplit, type SplitLoadResult } from '../lib/split-load.js';
+import { describeSplit, measureSplit, type SplitLoadResult } from '../lib/split-load.js';
 import { readCounters, scanDelta, type Counters } from '../lib/pg-counters.js';
 import type { Context, ResultLine, Scenario } from '../types.js';
 
@@ -36,26 +37,8 @@ const CREATE_P99_GOAL_MS = 100;
 const WRITER_HOLD_SHARE = 0.98;
 const RAW_RATIO_GOAL = 0.5;
 
-const createBody = (i: number) =>
-  JSON.stringify({
-    report_id: `LOAD-${process.pid}-${i}`,
-    reporter: '421337905512268801',
-    reported: '508812330461199872',
-    reason: 'Repeated harassment in voice chat',
-    notes: 'Reported during the reports-at-scale load',
-    evidence: 'Clip attached',
-    reporter_name: 'mapleleaf',
-    reported_name: 'vexx_rider',
-  });
-
 /** The statements GET /reports runs (the very function, so the two never drift apart), back to back. */
 const rawList = (ctx: Context, db: Db) => runLoop(ctx.options.connections, ctx.options.duration, () => listReportPage(db, randomListQuery()));
-
-const describe = (m: SplitLoadResult) =>
-  `    ${m.label}: ${m.reqPerSec.toFixed(0)} req/s (${m.total} req) p50=${m.latencyMs.p50.toFixed(1)} p95=${m.latencyMs.p95.toFixed(1)} ` +
-  `p99=${m.latencyMs.p99.toFixed(1)} max=${m.latencyMs.max.toFixed(0)} ms` +
-  (m.errors + m.non2xx > 0 ? `  ERRORS ${m.errors}, non-2xx ${m.non2xx} ${JSON.stringify(m.statusCodes)}; sample: ${m.sample}` : '') +
-  (m.otherCores >= 0.25 ? `  [other processes used ${m.otherCores.toFixed(2)} cores meanwhile]` : '');
 
 export const reportsAtScale: Scenario = {
   name: 'reports-at-scale',
@@ -72,24 +55,22 @@ export const reportsAtScale: Scenario = {
       // PGlite: the service will hold the store alone, so its raw loop runs here, before it starts (no writer).
       if (!onPg) pgliteRaw = await rawList(ctx, db);
     };
-    return withOwnService(ctx, prepare, (service) => measureAll(ctx, service.instances.map((c) => c.url), service.databaseUrl, rows, pgliteRaw), {}, onPg ? INSTANCES_ON_POSTGRES : 1);
+    const run = (service: OwnService) => measureAll(ctx, service.instances.map((c) => c.url), service.databaseUrl, rows, pgliteRaw);
+    return withOwnService(ctx, run, { prepare, instances: onPg ? INSTANCES_ON_POSTGRES : 1 });
   },
 };
 
 async function measureAll(ctx: Context, urls: string[], dbUrl: string | undefined, rows: number, pgliteRaw: LoopResult | undefined): Promise<ResultLine[]> {
   const headers = { authorization: API_KEY };
-  const load = (label: string, path: () => string) =>
-    measureSplit({ urls, path, headers, connections: ctx.options.connections, duration: ctx.options.duration, warmup: ctx.options.warmup, quietWait: ctx.options.quietWait, label });
-  const writer = startWriter(urls, WRITES_PER_SECOND, (i) => ({
-    path: '/reports/create', method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: createBody(i),
-  }));
+  const load = (label: string, path: () => string) => measureSplit({ ...ctx.options, urls, path, headers, label });
+  const writer = startCreating(urls, WRITES_PER_SECOND, (i) => reportBody(`LOAD-${process.pid}-${i}`, { notes: 'Reported during the reports-at-scale load' }));
   // Each snapshot waits for the service to work off its backlog and for PostgreSQL's stats flush, so that it holds everything before it.
   const snap = async (): Promise<Counters | undefined> => (dbUrl && ctx.options.pg ? readCounters(dbUrl, ctx.options.pg, ['reports', 'events']) : undefined);
   const loads: SplitLoadResult[] = [];
   const measured = async (label: string, path: () => string) => {
     const from = writer.completed();
     const m = await load(label, path);
-    ctx.log(`${describe(m)}; creates meanwhile p99=${writer.latencySince(from, 0.99).toFixed(0)} ms`);
+    ctx.log(`    ${m.label}: ${describeSplit(m)}; creates meanwhile p99=${writer.latencySince(from, 0.99).toFixed(0)} ms`);
     loads.push(m);
     return m;
   };
@@ -118,8 +99,7 @@ async function measureAll(ctx: Context, urls: string[], dbUrl: string | undefine
     written = await writer.stop();
   }
   const { list, raw, report, caseIds, phrases } = r;
-  ctx.log(`    writer: ${written.achieved.toFixed(1)} creates/s of ${WRITES_PER_SECOND} over ${written.seconds.toFixed(0)} s (${written.ok} ok, ${written.failed} failed), ` +
-    `p50=${written.latencyMs.p50.toFixed(1)} p99=${written.latencyMs.p99.toFixed(1)} max=${written.latencyMs.max.toFixed(0)} ms${written.sample ? `; first failure: ${written.sample}` : ''}`);
+  ctx.log(`    writer: ${describeWriter(written)}`);
 
   const onPg = dbUrl !== undefined;
   const goal = (pgOnly: boolean, text: string, ok: boolean) => (onPg || !pgOnly ? { text, ok } : undefined);

@@ -7,16 +7,17 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../../src/platform/db/types.js';
 import { createFleetClient, InstanceDown } from '../lib/bot-fleet.js';
+import { NAMELESS, reportBody, startCreating } from '../lib/create-report.js';
 import { auditPath, listPath, randomListQuery, randomPhrase, reportId } from '../lib/dashboard-mix.js';
 import { GC_SIGNAL, gcOnSignalEnv, loopDelayOf, memoryUsageOf, type LoopDelay } from '../lib/gc-on-signal.js';
 import { generateReportsAndEvents } from '../lib/generate-data.js';
-import { startWriter, type WriterResult } from '../lib/open-loop-writer.js';
+import { describeWriter, type WriterResult } from '../lib/open-loop-writer.js';
 import { withOwnService, type OwnService } from '../lib/own-service.js';
 import { memoryMb } from '../lib/proc.js';
 import { seedActions } from '../lib/queue-seed.js';
-import { percentile } from '../lib/raw-drain.js';
 import { API_KEY, freshDataDir } from '../lib/service.js';
-import { measureSplit, type SplitLoadResult } from '../lib/split-load.js';
+import { describeSplit, measureSplit, type SplitLoadResult } from '../lib/split-load.js';
+import { percentile } from '../lib/stats.js';
 import type { Context, ResultLine, Scenario } from '../types.js';
 
 /** The measured run; SOAK_SECONDS in the bench's environment shortens it for a trial. */
@@ -42,9 +43,6 @@ function dashboardPath(): string {
   if (r < LIST_SHARE + REPORT_SHARE) return `/reports/${reportId(ROWS)}`;
   return auditPath(Math.random() < 0.5 ? reportId(ROWS) : randomPhrase(ROWS));
 }
-
-const createBody = (i: number) =>
-  JSON.stringify({ report_id: `SOAK-${process.pid}-${i}`, reporter: '421337905512268801', reported: '508812330461199872', reason: 'Soak', notes: 'n', evidence: 'e' });
 
 interface Bot {
   stop(): Promise<{ claimed: number; completed: number; idlePolls: number; unexpected: number; sample?: string }>;
@@ -116,9 +114,7 @@ async function soak(ctx: Context, service: OwnService, dir: string): Promise<Res
   const connections = ctx.options.connections - BOT_WORKERS;
   const load = (label: string, duration: number) =>
     measureSplit({ urls: [url], path: dashboardPath, headers: { authorization: API_KEY }, connections, duration, warmup: 0, quietWait: 0, label });
-  const writer = startWriter([url], WRITES_PER_SECOND, (i) => ({
-    path: '/reports/create', method: 'POST', headers: { authorization: API_KEY, 'content-type': 'application/json' }, body: createBody(i),
-  }));
+  const writer = startCreating([url], WRITES_PER_SECOND, (i) => reportBody(`SOAK-${process.pid}-${i}`, { reason: 'Soak', notes: 'n', evidence: 'e', ...NAMELESS }));
   const bot = startBot(url);
   let measured: SplitLoadResult | undefined;
   let written: WriterResult;
@@ -151,10 +147,9 @@ async function soak(ctx: Context, service: OwnService, dir: string): Promise<Res
   const last = samples.at(-1)!;
   const growth = (last.rssMb - first.rssMb) / first.rssMb;
   const loopP99s = samples.slice(1).map((s) => s.loop.p99);
-  ctx.log(`    dashboard: ${measured.reqPerSec.toFixed(0)} req/s (${measured.total}), p50=${measured.latencyMs.p50.toFixed(1)} p99=${measured.latencyMs.p99.toFixed(1)} ms, ` +
-    `errors ${measured.errors}, non-2xx ${measured.non2xx}${measured.sample ? `; sample: ${measured.sample}` : ''}`);
+  ctx.log(`    dashboard: ${describeSplit(measured)}`);
   ctx.log(`    bot: ${bots.claimed} claimed, ${bots.completed} completed, ${bots.idlePolls} empty polls, ${bots.unexpected} unexpected answers${bots.sample ? `; first: ${bots.sample}` : ''}`);
-  ctx.log(`    writer: ${written.ok} created (${written.achieved.toFixed(1)}/s), ${written.failed} failed, p99=${written.latencyMs.p99.toFixed(1)} ms${written.sample ? `; first failure: ${written.sample}` : ''}`);
+  ctx.log(`    writer: ${describeWriter(written)}`);
   ctx.log(`    RSS ${first.rssMb.toFixed(1)} -> ${last.rssMb.toFixed(1)} MB (${(growth * 100).toFixed(1)}%), heap ${first.heapMb.toFixed(1)} -> ${last.heapMb.toFixed(1)} MB`);
   const errors = measured.errors + measured.non2xx + bots.unexpected + written.failed;
   return [
@@ -185,6 +180,6 @@ export const soakScenario: Scenario = {
       await generateReportsAndEvents(db, { reports: ROWS, events: ROWS });
       await seedActions(db, ACTIONS, 'SOAK');
     };
-    return withOwnService(ctx, prepare, (service) => soak(ctx, service, dir), gcOnSignalEnv(dir));
+    return withOwnService(ctx, (service) => soak(ctx, service, dir), { prepare, env: gcOnSignalEnv(dir) });
   },
 };

@@ -4,20 +4,17 @@
 // came back, so a slow answer cannot slow the load down and hide itself. A few percent of the posts
 // repeat an earlier client_id (a retry); afterwards the database must hold exactly one trainee action
 // per client_id the service accepted.
-import { insertAgent } from '../../src/agents/queries.js';
 import { DEMO_SCENARIOS } from '../../src/demo/seed-scenarios.js';
-import { createSession, SESSION_COOKIE } from '../../src/platform/auth/sessions.js';
 import { openPostgres } from '../../src/platform/db/postgres.js';
 import type { Db } from '../../src/platform/db/types.js';
 import { TRAINEE_ACTIONS } from '../../src/training/scenario-file.js';
-import { upsertScenarios } from '../../src/training/scenario-queries.js';
 import type { TraineeActionBody } from '../../src/training/session-schemas.js';
 import { SESSION_EVENTS_LIMIT } from '../../src/training/session-view.js';
-import { createFleetClient } from '../lib/bot-fleet.js';
+import { openSessions, ORIGIN, seatClassroom, sessionCookie, trainingBrowser, type Seat } from '../lib/classroom.js';
 import { BUSY_CORES, OtherLoad, waitQuiet } from '../lib/machine.js';
 import { every } from '../lib/open-loop.js';
 import { withOwnService } from '../lib/own-service.js';
-import { percentile } from '../lib/raw-drain.js';
+import { percentile } from '../lib/stats.js';
 import type { Context, ResultLine, Scenario } from '../types.js';
 
 const SESSIONS = 20;
@@ -31,11 +28,6 @@ const RATE_GOAL_SHARE = 0.99;
 /** Every 30th post repeats the client_id posted 5 ticks (1 s) earlier, answered by then: a retry, 3.3% of the posts. */
 const REPEAT_EVERY = 30;
 const REPEAT_LAG = 5;
-/** A browser's fetch sends its page's origin on a POST; the service must list it (TRAINING_ORIGINS). */
-const ORIGIN = 'http://training.bench.localhost';
-// Snowflake-like chat ids, as text: they exceed 2^53.
-const trainerId = (i: number) => `3100000000000${String(i).padStart(5, '0')}`;
-const traineeId = (i: number) => `3200000000000${String(i).padStart(5, '0')}`;
 const SLUGS = ['first-response', 'ban-evasion'] as const;
 
 type Action = Omit<TraineeActionBody, 'client_id'>;
@@ -49,33 +41,18 @@ const ACTION_CYCLE: Array<(evidence: string[]) => Action> = [
   () => ({ type: 'SUBMIT_DECISION', payload: { decision: 'valid', reason: 'Evidence and witness agree' } }),
 ];
 
-interface Seat {
-  index: number;
-  evidence: string[];
-  trainerCookie: string;
-  traineeCookie: string;
-  scenarioId: number;
-  sessionId: number; // once the trainer has created it
-}
+/** A seat of the classroom (bench/lib/classroom.ts) whose trainee is signed in too, with their scenario's evidence keys. */
+type TraineeSeat = Seat & { evidence: string[]; traineeCookie: string };
 
 /** `at`: performance.now() when sent; status 0: no answer (connection error or timeout). */
 interface Sample { at: number; ms: number; status: number }
 
-/** Agents (half trainers by the flag, half by rank), live sessions (cookies), the demo scenarios; straight in the database. */
-async function prepare(db: Db, seats: Seat[]): Promise<void> {
-  const ids = await db.transaction(async (tx) => {
-    await upsertScenarios(tx, DEMO_SCENARIOS);
-    const { rows } = await tx.query<{ id: number; slug: string }>('select id, slug from training_scenarios');
-    return new Map(rows.map((r) => [r.slug, r.id]));
-  });
-  for (let i = 0; i < SESSIONS; i++) {
-    const flagged = i % 2 === 0;
-    await insertAgent(db, { chat_id: trainerId(i), name: `Trainer ${i}`, status: 'active', agent_rank: flagged ? 'Senior Agent' : 'Supervisor', clearance_level: 3, is_trainer: flagged });
-    await insertAgent(db, { chat_id: traineeId(i), name: `Trainee ${i}`, status: 'onboarding', agent_rank: 'Agent', clearance_level: 1, is_trainer: false });
-    const slug = SLUGS[i % SLUGS.length]!;
-    const evidence = DEMO_SCENARIOS.find((s) => s.slug === slug)!.definition.evidence.map((e) => e.key);
-    const cookie = async (chatId: string) => `${SESSION_COOKIE}=${(await createSession(db, 'production', chatId)).token}`;
-    seats.push({ index: i, evidence, trainerCookie: await cookie(trainerId(i)), traineeCookie: await cookie(traineeId(i)), scenarioId: ids.get(slug)!, sessionId: 0 });
+/** Half the trainers flagged, half Supervisors (trainers by rank); the two demo scenarios in turn. */
+async function prepare(db: Db, seats: TraineeSeat[]): Promise<void> {
+  const slug = (i: number) => SLUGS[i % SLUGS.length]!;
+  for (const seat of await seatClassroom(db, SESSIONS, { trainers: '31', trainees: '32', flagged: (i) => i % 2 === 0, slug })) {
+    const evidence = DEMO_SCENARIOS.find((s) => s.slug === slug(seat.index))!.definition.evidence.map((e) => e.key);
+    seats.push({ ...seat, evidence, traineeCookie: await sessionCookie(db, seat.traineeId) });
   }
 }
 
@@ -98,21 +75,10 @@ const p99ByWindow = (samples: Sample[], from: number) =>
 
 const statusCounts = (samples: Sample[]) => JSON.stringify(samples.reduce<Record<number, number>>((c, s) => ({ ...c, [s.status]: (c[s.status] ?? 0) + 1 }), {}));
 
-async function classroom(ctx: Context, url: string, databaseUrl: string, seats: Seat[]): Promise<ResultLine[]> {
-  const client = createFleetClient(2 * SESSIONS);
-  const headers = (cookie: string) => ({ cookie, origin: ORIGIN });
-  const call = async (method: 'GET' | 'POST', path: string, cookie: string, body?: unknown) => {
-    const answer = await client.request(method, url + path, headers(cookie), body === undefined ? undefined : JSON.stringify(body));
-    if (answer.status >= 300) throw new Error(`${method} ${path}: ${answer.status} ${answer.body}`);
-    return JSON.parse(answer.body) as { session: { id: number }; events: unknown[] };
-  };
+async function classroom(ctx: Context, url: string, databaseUrl: string, seats: TraineeSeat[]): Promise<ResultLine[]> {
+  const browser = trainingBrowser(2 * SESSIONS);
   try {
-    // Each trainer opens a session for their trainee with a scenario, and starts it.
-    for (const seat of seats) {
-      const created = await call('POST', '/training/sessions', seat.trainerCookie, { trainee_id: traineeId(seat.index), scenario_id: seat.scenarioId });
-      seat.sessionId = created.session.id;
-      await call('POST', `/training/sessions/${seat.sessionId}/start`, seat.trainerCookie, {});
-    }
+    await openSessions(browser, seats, () => url);
 
     const events: Sample[] = [];
     const payloads: Sample[] = [];
@@ -148,13 +114,13 @@ async function classroom(ctx: Context, url: string, databaseUrl: string, seats: 
           const clientId = `s${seat.sessionId}-a${k}`;
           if (repeat) repeats++;
           const body = { ...ACTION_CYCLE[k % ACTION_CYCLE.length]!(seat.evidence), client_id: clientId };
-          timed(events, () => client.request('POST', `${url}/training/sessions/${seat.sessionId}/events`, headers(seat.traineeCookie), JSON.stringify(body)), (status, text) => {
+          timed(events, () => browser.request('POST', `${url}/training/sessions/${seat.sessionId}/events`, seat.traineeCookie, body), (status, text) => {
             if (status === 201) accepted.add(clientId);
             if (status === 200 && (JSON.parse(text) as { duplicated: boolean }).duplicated) duplicated++;
           });
         }),
         every(start, Math.random() * POLL_PERIOD_MS, POLL_PERIOD_MS, end, late, () =>
-          timed(payloads, () => client.request('GET', `${url}/training/sessions/${seat.sessionId}`, headers(seat.trainerCookie))),
+          timed(payloads, () => browser.request('GET', `${url}/training/sessions/${seat.sessionId}`, seat.trainerCookie)),
         ),
       ]),
     );
@@ -174,7 +140,7 @@ async function classroom(ctx: Context, url: string, databaseUrl: string, seats: 
     ctx.log(`    timers fired late by p99 ${percentile(late, 0.99).toFixed(1)} ms, max ${Math.max(...late).toFixed(1)} ms; other processes used ${otherCores.toFixed(2)} cores${busy}`);
 
     const [first] = seats;
-    const finalPage = await call('GET', `/training/sessions/${first!.sessionId}`, first!.trainerCookie);
+    const finalPage = await browser.call<{ events: unknown[] }>('GET', `${url}/training/sessions/${first!.sessionId}`, first!.trainerCookie);
     const stored = await inDatabase(databaseUrl, seats.map((s) => s.sessionId));
     const fullPage = Math.min(SESSION_EVENTS_LIMIT, stored.eventsOf(first!.sessionId));
     ctx.log(`    database: ${stored.actions} trainee actions (${stored.distinctIds} distinct client_ids) for ${accepted.size} accepted; events per session ${stored.counts.join(', ')}`);
@@ -197,7 +163,7 @@ async function classroom(ctx: Context, url: string, databaseUrl: string, seats: 
       ctx.line('other processes during the load', otherCores, 'cores'),
     ];
   } finally {
-    client.close();
+    browser.close();
   }
 }
 
@@ -230,12 +196,7 @@ export const trainingClassroom: Scenario = {
       ctx.log('    skipped: the goal is PostgreSQL\'s (run with --pg <url>)');
       return [];
     }
-    const seats: Seat[] = [];
-    return withOwnService(
-      ctx,
-      (db) => prepare(db, seats),
-      (service) => classroom(ctx, service.url, service.databaseUrl!, seats),
-      { TRAINING_ORIGINS: ORIGIN },
-    );
+    const seats: TraineeSeat[] = [];
+    return withOwnService(ctx, (service) => classroom(ctx, service.url, service.databaseUrl!, seats), { prepare: (db) => prepare(db, seats), env: { TRAINING_ORIGINS: ORIGIN } });
   },
 };

@@ -19,17 +19,18 @@
 //
 // Run by name, PostgreSQL only: `--only visibility-cost --pg <url>`. BENCH_VISIBILITY_BASELINE
 // names the baseline ref (default a0e34f2, the commit before issue 28).
-import { availableParallelism } from 'node:os';
-import { AGENTS, EVENT_TYPES, listPath, pick, random, randomListQuery, reportId } from '../lib/dashboard-mix.js';
 import { buildRef, thisBuild, type Build } from '../lib/builds.js';
-import { startFakeChat } from '../lib/fake-chat.js';
+import { reportBody, startCreating } from '../lib/create-report.js';
+import { AGENTS, EVENT_TYPES, listPath, pick, random, randomListQuery, reportId } from '../lib/dashboard-mix.js';
+import { wholeFromEnv } from '../lib/env.js';
 import { keptDatabases, sizeLabel, type KeptDatabases } from '../lib/kept-database.js';
-import { BUSY_CORES, countAsOurs, OtherLoad, waitQuiet } from '../lib/machine.js';
-import { runLoad, type LoadRun } from '../lib/measure.js';
-import { startWriter, type WriterResult } from '../lib/open-loop-writer.js';
-import { cpuSeconds, httpGet, pinTo, settle, stop, type Child } from '../lib/proc.js';
+import { OtherLoad, waitQuiet } from '../lib/machine.js';
+import { alternateRounds, runLoad, type LoadRun, type SideRun } from '../lib/measure.js';
+import type { WriterResult } from '../lib/open-loop-writer.js';
+import { cpuSeconds, httpGet, withPair, withServiceCore, type Child } from '../lib/proc.js';
 import { seedQueueBacklog } from '../lib/queue-seed.js';
-import { API_KEY, freshDataDir, startService } from '../lib/service.js';
+import { startService } from '../lib/service.js';
+import { quantile } from '../lib/stats.js';
 import { signInAs } from '../lib/sign-in.js';
 import type { Context, ResultLine, Scenario } from '../types.js';
 
@@ -37,21 +38,13 @@ import type { Context, ResultLine, Scenario } from '../types.js';
 /** Issue 28: each kind keeps at least this share of the baseline's throughput. */
 const GOAL = 0.9;
 const BASELINE_REF = process.env.BENCH_VISIBILITY_BASELINE || 'a0e34f2';
-const ROWS = whole('BENCH_VISIBILITY_ROWS', 1_000_000, 1_000, 100_000_000);
+const ROWS = wholeFromEnv('BENCH_VISIBILITY_ROWS', 1_000_000, 1_000, 100_000_000);
 /** Fresh pairs of services, and alternating rounds of --duration seconds per side in each pair. */
-const PAIRS = whole('BENCH_VISIBILITY_PAIRS', 2, 1, 20);
-const ROUNDS = whole('BENCH_VISIBILITY_ROUNDS', 3, 1, 50);
+const PAIRS = wholeFromEnv('BENCH_VISIBILITY_PAIRS', 2, 1, 20);
+const ROUNDS = wholeFromEnv('BENCH_VISIBILITY_ROUNDS', 3, 1, 50);
 const WRITES_PER_SECOND = 10;
 /** The queue behind GET /actions/pending/…: open items (pending and processing) and finished history. */
 const QUEUE = { open: 5_000, done: 20_000 };
-
-function whole(name: string, fallback: number, min: number, max: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
-  return n;
-}
 
 // --- Who asks ---
 const PRINCIPALS = {
@@ -108,22 +101,8 @@ interface Side {
 }
 type SideName = 'baseline' | 'current';
 
-const createRequest = (prefix: string) => (i: number) => ({
-  path: '/reports/create',
-  method: 'POST' as const,
-  headers: { authorization: API_KEY, 'content-type': 'application/json' },
-  body: JSON.stringify({
-    report_id: `${prefix}-${i}`,
-    reporter: '421337905512268801',
-    reported: '508812330461199872',
-    reason: 'Repeated harassment in voice chat',
-    notes: 'Reported during the visibility-cost load',
-    evidence: 'Clip attached',
-    reporter_name: 'mapleleaf',
-    reported_name: 'vexx_rider',
-    is_supervisor: i % 10 === 0,
-  }),
-});
+/** The writer's reports, a tenth of them supervisor-flagged. */
+const createBody = (prefix: string) => (i: number) => reportBody(`${prefix}-${i}`, { notes: 'Reported during the visibility-cost load', is_supervisor: i % 10 === 0 });
 
 /** One load run on one side: the kind at saturation, the writer on the same side meanwhile. */
 interface Slice extends LoadRun {
@@ -138,7 +117,7 @@ async function slice(ctx: Context, side: Side, principal: Principal, kind: Kind,
   await waitQuiet(quietWait * 1000);
   const load = new OtherLoad();
   const cpu = cpuSeconds(child.pid);
-  const writer = startWriter([child.url], WRITES_PER_SECOND, createRequest(`VIS-${process.pid}-${Date.now().toString(36)}`));
+  const writer = startCreating([child.url], WRITES_PER_SECOND, createBody(`VIS-${process.pid}-${Date.now().toString(36)}`));
   let run: LoadRun;
   try {
     run = await runLoad({ url: child.url, headers: { cookie: side.cookies![principal] }, path: PATHS[kind], connections: ctx.options.connections, duration: seconds });
@@ -163,42 +142,24 @@ interface Pooled {
 
 const sum = <T>(xs: readonly T[], f: (x: T) => number) => xs.reduce((a, x) => a + f(x), 0);
 const rate = (xs: readonly Slice[]) => sum(xs, (x) => x.completed) / sum(xs, (x) => x.seconds);
-function quantile(xs: readonly Slice[], q: number): number {
-  const sorted = Float64Array.from(xs.flatMap((x) => x.latencies)).sort();
-  return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)] ?? Number.NaN;
-}
+const latency = (xs: readonly Slice[], q: number) => quantile(Float64Array.from(xs.flatMap((x) => x.latencies)).sort(), q);
 /** µs of the service process's CPU per answer (the writer's few creates included, on both sides alike). */
 const cpuPerRequest = (xs: readonly Slice[]) => (sum(xs, (x) => x.cpu) / sum(xs, (x) => x.completed)) * 1e6;
 const failures = (xs: readonly Slice[]) => sum(xs, (x) => x.errors + x.non2xx);
 
-/**
- * The side that goes first alternates from round to round (and from comparison to comparison);
- * a round during which other processes loaded the machine is redone, at most ROUNDS times.
- */
+/** In alternating rounds (bench/lib/measure.ts); the side that goes first alternates from comparison to comparison too. */
 async function compareKind(ctx: Context, sides: Record<SideName, Side>, principal: Principal, kind: Kind, first: SideName, into: Pooled): Promise<void> {
   const second: SideName = first === 'baseline' ? 'current' : 'baseline';
-  if (ctx.options.warmup > 0) for (const name of [first, second]) await slice(ctx, sides[name], principal, kind, ctx.options.warmup, 0);
-  const kept: Record<SideName, Slice[]> = { baseline: [], current: [] };
-  let redone = 0;
-  for (let i = 0; kept.baseline.length < ROUNDS; i++) {
-    const got = {} as Record<SideName, Slice>;
-    for (const name of i % 2 === 0 ? [first, second] : [second, first]) {
-      got[name] = await slice(ctx, sides[name], principal, kind, ctx.options.duration, ctx.options.quietWait);
-    }
-    const busy = got.baseline.otherCores >= BUSY_CORES || got.current.otherCores >= BUSY_CORES;
-    if (busy && failures([got.baseline, got.current]) === 0 && redone < ROUNDS) {
-      redone++;
-      into.redone++;
-      continue;
-    }
-    kept.baseline.push(got.baseline);
-    kept.current.push(got.current);
-    into.roundRatios.push(rate([got.current]) / rate([got.baseline]));
-  }
+  const run = (name: SideName): SideRun<Slice> => (seconds, quietWait) => slice(ctx, sides[name], principal, kind, seconds, quietWait);
+  const { options: o } = ctx;
+  const { kept: [one, two], redone } = await alternateRounds([run(first), run(second)], { rounds: ROUNDS, seconds: o.duration, warmup: o.warmup, quietWait: o.quietWait });
+  const kept = first === 'baseline' ? { baseline: one, current: two } : { baseline: two, current: one };
+  into.redone += redone;
+  into.roundRatios.push(...kept.current.map((c, i) => rate([c]) / rate([kept.baseline[i]!])));
   into.slices.baseline.push(...kept.baseline);
   into.slices.current.push(...kept.current);
   into.pairRatios.push(rate(kept.current) / rate(kept.baseline));
-  const f = (name: SideName) => `${rate(kept[name]).toFixed(0)} req/s p50=${quantile(kept[name], 0.5).toFixed(1)} p99=${quantile(kept[name], 0.99).toFixed(1)} ms`;
+  const f = (name: SideName) => `${rate(kept[name]).toFixed(0)} req/s p50=${latency(kept[name], 0.5).toFixed(1)} p99=${latency(kept[name], 0.99).toFixed(1)} ms`;
   const both = [...kept.baseline, ...kept.current];
   const bad = failures(both);
   ctx.log(
@@ -235,17 +196,13 @@ async function describe(ctx: Context, side: Side): Promise<void> {
   }
 }
 
-async function startSide(side: Side, chatEnv: Record<string, string>, core: string | undefined): Promise<void> {
-  const { child } = await startService({ dataDir: freshDataDir(), productionUrl: side.dbs.productionUrl, demoUrl: side.dbs.demoUrl, extraEnv: chatEnv, script: side.build.script, label: side.build.label });
-  if (core) pinTo(child.pid, core);
-  side.child = child;
-}
-
-async function runPair(ctx: Context, sides: Record<SideName, Side>, pair: number, chatEnv: Record<string, string>, core: string | undefined, pooled: Map<string, Pooled>): Promise<void> {
+async function runPair(ctx: Context, sides: Record<SideName, Side>, pair: number, core: string | undefined, pooled: Map<string, Pooled>): Promise<void> {
   const order: SideName[] = pair % 2 === 0 ? ['baseline', 'current'] : ['current', 'baseline'];
-  try {
-    for (const name of order) await startSide(sides[name], chatEnv, core);
-    for (const name of order) await settle(sides[name].child!);
+  const start = async (name: SideName) => {
+    const { dbs, build } = sides[name];
+    return (sides[name].child = (await startService({ productionUrl: dbs.productionUrl, demoUrl: dbs.demoUrl, chat: true, script: build.script, label: build.label })).child);
+  };
+  await withPair(order, core, start, async () => {
     for (const name of order) {
       const side = sides[name];
       const cookies = {} as Record<Principal, string>;
@@ -260,9 +217,7 @@ async function runPair(ctx: Context, sides: Record<SideName, Side>, pair: number
         await compareKind(ctx, sides, principal, kind, j++ % 2 === 0 ? 'baseline' : 'current', pooled.get(`${principal}|${kind}`)!);
       }
     }
-  } finally {
-    for (const name of order) if (sides[name].child) await stop(sides[name].child!);
-  }
+  });
 }
 
 export const visibilityCost: Scenario = {
@@ -273,7 +228,6 @@ export const visibilityCost: Scenario = {
   async run(ctx) {
     const serverUrl = ctx.options.pg;
     if (!serverUrl) throw new Error('visibility-cost runs on PostgreSQL: add --pg <url>');
-    countAsOurs('postgres'); // the server's work is part of the run, not outside load
     const started = Date.now();
     const baselineBuild = await buildRef('baseline', BASELINE_REF, ctx.log);
     const extend = (db: Parameters<typeof seedQueueBacklog>[0], rows: number) => seedQueueBacklog(db, rows, QUEUE);
@@ -284,22 +238,13 @@ export const visibilityCost: Scenario = {
     };
     ctx.log(`    builds and databases ready in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 
-    const chat = await startFakeChat();
-    const cores = availableParallelism();
-    const core = cores >= 2 ? String(cores - 1) : undefined;
-    if (core) {
-      pinTo(process.pid, cores === 2 ? '0' : `0-${cores - 2}`);
-      ctx.log(`    services bound to CPU ${core}, the load generator to the others`);
-    }
     const pooled = new Map<string, Pooled>();
     for (const principal of Object.keys(PRINCIPALS)) {
       for (const kind of KINDS) pooled.set(`${principal}|${kind}`, { slices: { baseline: [], current: [] }, roundRatios: [], pairRatios: [], redone: 0 });
     }
-    try {
-      for (let pair = 0; pair < PAIRS; pair++) await runPair(ctx, sides, pair, chat.env, core, pooled);
-    } finally {
-      if (core) pinTo(process.pid, `0-${cores - 1}`);
-    }
+    await withServiceCore(ctx.log, async (core) => {
+      for (let pair = 0; pair < PAIRS; pair++) await runPair(ctx, sides, pair, core, pooled);
+    });
 
     const lines: ResultLine[] = [];
     const all: Slice[] = [];
@@ -318,10 +263,10 @@ export const visibilityCost: Scenario = {
           ctx.line(`${name} req/s current/baseline`, ratio, 'ratio', { text: `>= ${GOAL}`, ok: ratio >= GOAL }),
           ctx.line(`${name} req/s baseline`, rate(b), 'req/s'),
           ctx.line(`${name} req/s current`, rate(c), 'req/s'),
-          ctx.line(`${name} p50 baseline`, quantile(b, 0.5), 'ms'),
-          ctx.line(`${name} p50 current`, quantile(c, 0.5), 'ms'),
-          ctx.line(`${name} p99 baseline`, quantile(b, 0.99), 'ms'),
-          ctx.line(`${name} p99 current`, quantile(c, 0.99), 'ms'),
+          ctx.line(`${name} p50 baseline`, latency(b, 0.5), 'ms'),
+          ctx.line(`${name} p50 current`, latency(c, 0.5), 'ms'),
+          ctx.line(`${name} p99 baseline`, latency(b, 0.99), 'ms'),
+          ctx.line(`${name} p99 current`, latency(c, 0.99), 'ms'),
           ctx.line(`${name} round ratio min`, Math.min(...p.roundRatios), 'ratio'),
           ctx.line(`${name} round ratio max`, Math.max(...p.roundRatios), 'ratio'),
         );
