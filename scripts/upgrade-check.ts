@@ -1,6 +1,6 @@
 // Upgrades without downtime (issue 30), checked against the real thing: the release before this
 // one keeps serving on the schema this release migrates to, beside this release, as it does while
-// a rolling upgrade replaces instances one by one (README, "Running on PostgreSQL").
+// a rolling upgrade replaces instances one by one (docs/postgresql.md, "Rolling upgrades").
 //
 // The release before is the commit before the newest migration landed (from this clone's own
 // history; when that migration is not committed yet, HEAD). It is built in a temporary worktree

@@ -11,6 +11,7 @@ import type { Config } from './config.js';
 import type { Environments } from './platform/environments.js';
 import { createClientErrorHandler, createErrorHandling, errorHandlerPlugin, MAX_PARAM_LENGTH, notFoundHandler } from './platform/http/error-handler.js';
 import { refuseUnstorableInput } from './platform/http/input-guard.js';
+import { jsonBodyPlugin } from './platform/http/json-body.js';
 import { serializeRequest } from './platform/http/request-log.js';
 import { requestMetricsPlugin } from './platform/http/request-metrics.js';
 import { securityHeadersPlugin } from './platform/http/security-headers.js';
@@ -113,8 +114,9 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
 
   app.setValidatorCompiler(validatorCompiler);
   // Bodies are JSON (and form where a route opts in); Fastify's default text/plain parser would
-  // hand a string to routes that expect an object.
+  // hand a string to routes that expect an object. An empty JSON body is no body (json-body.ts).
   app.removeContentTypeParser('text/plain');
+  await app.register(jsonBodyPlugin);
   await app.register(errorHandlerPlugin, { handling: errorHandling });
   app.decorate('metrics', metrics);
   if (metrics.enabled) await app.register(requestMetricsPlugin, { metrics });

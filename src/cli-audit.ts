@@ -29,7 +29,7 @@ async function verifyAuditCommand(args: string[]): Promise<number> {
   } catch (err) {
     if (!(err instanceof DataFolderLockedError)) throw err;
     console.error(`verify-audit: ${err.message}`);
-    console.error('The running service holds the embedded folder: stop it first, or verify a copy restored from a backup (README, Operations).');
+    console.error('The running service holds the embedded folder: stop it first, or verify a copy restored from a backup (docs/operations.md).');
     return 1;
   }
   try {

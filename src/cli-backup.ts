@@ -1,4 +1,4 @@
-// The CLI's backup commands: backup, restore, move-to-postgres (README, Operations). Same exit
+// The CLI's backup commands: backup, restore, move-to-postgres (docs/operations.md). Same exit
 // codes as the others: 0 done, 1 refused or failed (nothing written), 2 usage error.
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
@@ -45,7 +45,7 @@ function fail(lines: string[]): number {
   return 1;
 }
 
-const LOCKED_HINT = 'While the service runs, it writes the backups itself: set BACKUP_DIR (README, Operations).';
+const LOCKED_HINT = 'While the service runs, it writes the backups itself: set BACKUP_DIR (docs/operations.md).';
 
 /** The environment's embedded database, opened (its folder locked), or the lines saying why not. */
 async function openEmbedded(config: Config, env: EnvironmentName, command: string, ...lockedHint: string[]): Promise<{ db: PgliteDb; folder: string } | string[]> {
@@ -95,7 +95,7 @@ async function pgDump(env: EnvironmentName, url: string, out: string): Promise<n
     if (e.code === 'ENOENT' && e.path === 'pg_dump') {
       return fail([
         `backup: ${env} is on PostgreSQL and pg_dump is not installed: install PostgreSQL's client tools (the server's major version or newer),`,
-        "or back it up with your provider's snapshots or pg_basebackup (README, Operations). Nothing was written.",
+        "or back it up with your provider's snapshots or pg_basebackup (docs/operations.md). Nothing was written.",
       ]);
     }
     return fail([`backup: pg_dump failed: ${(e.stderr ?? e.message).trim()}`, 'Nothing was written.']);
@@ -110,7 +110,7 @@ async function restoreCommand(args: string[]): Promise<number> {
   const from = requiredString(values, 'from', 'the backup file to restore');
   const config = loadConfig();
   if (config.environments[env].databaseUrl) {
-    return fail([`restore: ${env} is on PostgreSQL: restore a pg_dump file with pg_restore (README, Operations); nothing was changed`]);
+    return fail([`restore: ${env} is on PostgreSQL: restore a pg_dump file with pg_restore (docs/operations.md); nothing was changed`]);
   }
   if (config.dataDir === ':memory:') return fail(['restore: DATA_DIR is :memory:, there is no embedded folder to restore into']);
   if (!existsSync(from)) return fail([`restore: ${from} does not exist; nothing was changed`]);

@@ -8,6 +8,7 @@ import { seedDemoOnFirstStart } from './demo/seed.js';
 import { Environments } from './platform/environments.js';
 import { listenMetrics } from './platform/http/metrics-server.js';
 import { collectGarbageOnce } from './platform/memory.js';
+import { endOfLifeMessage, nodePastEndOfLife } from './platform/node-support.js';
 import { Readiness } from './platform/readiness.js';
 import { Metrics } from './platform/metrics.js';
 
@@ -25,6 +26,9 @@ function readConfig(): Config {
 
 const config = readConfig();
 const log = pino({ level: config.logLevel });
+// It still runs on a Node past its end of life (the machines may ship one), and says so once.
+const pastEndOfLife = nodePastEndOfLife(process.versions.node, new Date());
+if (pastEndOfLife) log.warn({ node_version: process.version, end_of_life: pastEndOfLife.endOfLife }, endOfLifeMessage(pastEndOfLife));
 // Off unless METRICS_PORT is set; then served by a listener of its own, never the public port.
 const metrics = new Metrics(config.metricsPort !== undefined);
 

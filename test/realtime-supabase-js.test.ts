@@ -1,5 +1,5 @@
 // The training front end with today's @supabase/supabase-js (issue 19): the client of
-// test/helpers/training-frontend.ts (the code README.md shows) over a real port, `ws` as its
+// test/helpers/training-frontend.ts (the code docs/realtime.md shows) over a real port, `ws` as its
 // transport (Node 20). One client holds the user and the session channel, gets events on each,
 // renews its token while subscribed and rejoins both channels by itself after the server drops
 // its socket, with no join refused; a client with no token of its own is refused as Supabase
@@ -148,11 +148,11 @@ describe('the training front end with @supabase/supabase-js', () => {
   });
 });
 
-describe('the README', () => {
+describe('docs/realtime.md', () => {
   it('shows the front end’s code exactly as the test helper runs it', () => {
     const helper = readFileSync(new URL('./helpers/training-frontend.ts', import.meta.url), 'utf8');
     const code = helper.slice(helper.indexOf('import ')).trimEnd();
-    expect(readFileSync(new URL('../README.md', import.meta.url), 'utf8')).toContain('\n```ts\n' + code + '\n```\n');
+    expect(readFileSync(new URL('../docs/realtime.md', import.meta.url), 'utf8')).toContain('\n```ts\n' + code + '\n```\n');
   });
 });
 

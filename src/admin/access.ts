@@ -97,7 +97,7 @@ export const adminAccessRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/admin/access',
     {
       config: { auth: 'session', admin: 'admin_access' },
-      schema: { tags, summary: 'The admin allowlist (Director only)', response: { 200: AccessList, ...errorResponses(...COMMON_ERRORS) } },
+      schema: { tags, operationId: 'listAdminAccess', summary: 'The admin allowlist (Director only)', response: { 200: AccessList, ...errorResponses(...COMMON_ERRORS) } },
     },
     async (request) => {
       const { rows } = await request.environment.db.query<AccessEntry>(`${ENTRY_SELECT} order by l.active desc, a.name nulls last, l.chat_id`);
@@ -110,6 +110,7 @@ export const adminAccessRoutes: FastifyPluginAsyncTypebox = async (app) => {
     revoke: 'Deactivate an entry (it stays listed); a Director is protected',
     remove: 'Delete an entry; a Director is protected',
   };
+  const operationIds: Record<Operation, string> = { grant: 'grantAdminAccess', revoke: 'revokeAdminAccess', remove: 'removeAdminAccess' };
   for (const operation of ['grant', 'revoke', 'remove'] as const) {
     app.post(
       `/admin/access/${operation}`,
@@ -117,6 +118,7 @@ export const adminAccessRoutes: FastifyPluginAsyncTypebox = async (app) => {
         config: { auth: 'session', admin: 'admin_access' },
         schema: {
           tags,
+          operationId: operationIds[operation],
           summary: summaries[operation],
           body: AccessBody,
           response: { 200: AccessAnswer, ...errorResponses(400, 404, 409, 415, ...COMMON_ERRORS) },

@@ -51,7 +51,7 @@ export const adminAgentRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/admin/agents',
     {
       config: { auth: 'session', admin: 'admin_agents' },
-      schema: { tags, summary: 'Every agent, with its allowlist flag', response: { 200: AdminAgentList, ...errorResponses(...COMMON_ERRORS) } },
+      schema: { tags, operationId: 'listAgentsAsAdmin', summary: 'Every agent, with its allowlist flag', response: { 200: AdminAgentList, ...errorResponses(...COMMON_ERRORS) } },
     },
     async (request) => {
       const { rows } = await request.environment.db.query<AgentRow & { allowlisted: boolean }>(
@@ -68,6 +68,7 @@ export const adminAgentRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'session', admin: 'admin_agents' },
       schema: {
         tags,
+        operationId: 'updateAgentAsAdmin',
         summary: 'Change an agent: whitelisted fields and a reason',
         description:
           'Rank and clearance changes are Director-only; no self-modification; only targets at or below your rank. The rules are checked again on the locked rows.',

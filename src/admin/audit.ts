@@ -97,6 +97,7 @@ export const adminAuditRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'session', admin: 'admin_audit' },
       schema: {
         tags: ['Administration'],
+        operationId: 'listAdminAudit',
         summary: 'The admin audit trail, newest first; filters agent, action, target; at most 200 rows',
         querystring: AdminAuditQuery,
         response: { 200: AdminAuditList, ...errorResponses(400, ...COMMON_ERRORS) },

@@ -158,6 +158,7 @@ export const adminHealthRoutes: FastifyPluginAsyncTypebox<AdminHealthOptions> = 
       config: { auth: 'session', admin: 'admin_health' },
       schema: {
         tags: ['Administration'],
+        operationId: 'getHealth',
         summary: 'Health of the service: ten sections, each ok, warn or error, and the incident history',
         description:
           'Sections: overall (the worst of the others), database, api, actions (report action queue), queue (discipline ' +

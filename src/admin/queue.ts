@@ -64,6 +64,7 @@ export const adminQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'session', admin: 'admin_queue' },
       schema: {
         tags,
+        operationId: 'listQueueActions',
         summary: 'Report queue actions with report basics (default pending, processing and failed), at most 200',
         querystring: AdminQueueQuery,
         response: { 200: AdminQueueList, ...errorResponses(400, ...COMMON_ERRORS) },
@@ -83,6 +84,7 @@ export const adminQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
   /** One action moved by an admin: the move on the locked row, then its trail, then the action as it now is. */
   const actionChange = (
     path: 'requeue' | 'cancel',
+    operationId: string,
     summary: string,
     action: 'admin.queue_requeued' | 'admin.queue_cancelled',
     move: (tx: Tx, request: FastifyRequest, id: number, reason: string) => Promise<{ before: ReportActionRow; after: ReportActionRow }>,
@@ -91,7 +93,7 @@ export const adminQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
       `/admin/queue/:action_id/${path}`,
       {
         config: { auth: 'session', admin: 'admin_queue' },
-        schema: { tags, summary, params: ActionParams, body: ReasonBody, response: { 200: AdminActionResult, ...errorResponses(400, 404, 409, 415, ...COMMON_ERRORS) } },
+        schema: { tags, operationId, summary, params: ActionParams, body: ReasonBody, response: { 200: AdminActionResult, ...errorResponses(400, 404, 409, 415, ...COMMON_ERRORS) } },
       },
       async (request) => {
         const id = request.params.action_id;
@@ -115,12 +117,13 @@ export const adminQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     );
 
-  actionChange('requeue', 'Put a failed action back to pending with a fresh retry budget (409 unless failed)', 'admin.queue_requeued', (tx, request, id) =>
+  actionChange('requeue', 'requeueActionAsAdmin', 'Put a failed action back to pending with a fresh retry budget (409 unless failed)', 'admin.queue_requeued', (tx, request, id) =>
     requeueFailedAction(tx, request, id),
   );
 
   actionChange(
     'cancel',
+    'cancelAction',
     'Cancel a pending or processing action (state cancelled; 409 otherwise); the bot completing it then gets 409 ACTION_ALREADY_COMPLETED',
     'admin.queue_cancelled',
     async (tx, request, id, reason) => {
@@ -140,6 +143,7 @@ export const adminQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'session', admin: 'admin_queue' },
       schema: {
         tags,
+        operationId: 'sweepQueues',
         summary: 'Run the stale sweep of both bot queues now: requeue items past the timeout, fail those past the retry cap',
         body: ReasonBody,
         response: { 200: SweepAnswer, ...errorResponses(400, 415, ...COMMON_ERRORS) },

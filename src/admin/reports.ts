@@ -74,7 +74,7 @@ export const adminReportRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/admin/reports',
     {
       config: { auth: 'session', admin: 'admin_reports' },
-      schema: { tags, summary: 'Read-only report search (Director), newest first, at most 50', querystring: AdminReportQuery, response: { 200: AdminReportList, ...errorResponses(400, ...COMMON_ERRORS) } },
+      schema: { tags, operationId: 'searchReports', summary: 'Read-only report search (Director), newest first, at most 50', querystring: AdminReportQuery, response: { 200: AdminReportList, ...errorResponses(400, ...COMMON_ERRORS) } },
     },
     async (request) => ({
       success: true as const,
@@ -88,6 +88,7 @@ export const adminReportRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'session', admin: 'admin_reports' },
       schema: {
         tags,
+        operationId: 'correctReport',
         summary: 'Correct a data-entry mistake on a report (reporter, reported, their names, reason), with a reason',
         params: ReportParams,
         body: CorrectBody,

@@ -127,6 +127,7 @@ export const adminSchemaRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'session', admin: 'admin_schema' },
       schema: {
         tags,
+        operationId: 'getSchema',
         summary: 'Applied migrations (with the files checked against them) and the stored functions and triggers',
         response: { 200: SchemaAnswer, ...errorResponses(...COMMON_ERRORS) },
       },
@@ -144,6 +145,7 @@ export const adminSchemaRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'session', admin: 'admin_schema' },
       schema: {
         tags,
+        operationId: 'reloadSchema',
         summary: 'Make every instance drop its caches and prepared statements, to pick up a schema changed out of band',
         body: ReasonBody,
         response: { 200: ReloadAnswer, ...errorResponses(400, 415, ...COMMON_ERRORS) },

@@ -22,7 +22,7 @@ export const agentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/agents',
     {
       config: { auth: 'either', permission: 'view_agents' },
-      schema: { tags, summary: 'All agents, newest first', querystring: AgentListQuery, response: { 200: AgentList, ...errorResponses(400, ...COMMON_ERRORS) } },
+      schema: { tags, operationId: 'listAgents', summary: 'All agents, newest first', querystring: AgentListQuery, response: { 200: AgentList, ...errorResponses(400, ...COMMON_ERRORS) } },
     },
     async (request) => ({ success: true as const, agents: await listAgents(readDb(request), request.query.status) }),
   );
@@ -31,7 +31,7 @@ export const agentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/agents/:chat_id',
     {
       config: { auth: 'either', permission: 'view_agents' },
-      schema: { tags, summary: 'One agent', params: AgentParams, response: { 200: AgentResult, ...errorResponses(400, 404, ...COMMON_ERRORS) } },
+      schema: { tags, operationId: 'getAgent', summary: 'One agent', params: AgentParams, response: { 200: AgentResult, ...errorResponses(400, 404, ...COMMON_ERRORS) } },
     },
     async (request) => {
       const agent = await findAgent(readDb(request), request.params.chat_id);
@@ -46,6 +46,7 @@ export const agentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'either', permission: 'manage_agents' },
       schema: {
         tags,
+        operationId: 'createAgent',
         summary: 'Create an onboarding agent (all onboarding identifiers null)',
         body: CreateAgentBody,
         response: { 201: AgentResult, ...errorResponses(400, 409, 415, ...COMMON_ERRORS) },
@@ -76,6 +77,7 @@ export const agentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'either', admin: 'admin_agents' },
       schema: {
         tags,
+        operationId: 'updateAgent',
         summary: 'Update an agent: bot path (API key) or dashboard path (admin_agents, reason required)',
         params: AgentParams,
         body: UpdateAgentBody,

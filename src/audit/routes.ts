@@ -11,7 +11,7 @@ export const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/audit',
     {
       config: { auth: 'either', permission: 'decide_appeal' },
-      schema: { tags: ['Audit'], summary: 'Canonical events: search, filter, sort and page', querystring: AuditQuery, response: { 200: AuditList, ...errorResponses(400, ...COMMON_ERRORS) } },
+      schema: { tags: ['Audit'], operationId: 'searchEvents', summary: 'Canonical events: search, filter, sort and page', querystring: AuditQuery, response: { 200: AuditList, ...errorResponses(400, ...COMMON_ERRORS) } },
     },
     async (request) => {
       const query = request.query;

@@ -49,6 +49,7 @@ export const localSignInRoutes: FastifyPluginAsyncTypebox<LocalSignInRoutesOptio
       config: { auth: 'none', rateLimit: signInRateLimit(config) },
       schema: {
         tags,
+        operationId: 'getDemoSignInPage',
         summary: 'Demo only (DEMO_LOCAL_SIGNIN): the local sign-in page listing the fictional demo agents',
         description: 'Exists only when DEMO_LOCAL_SIGNIN is true, and only in the demo environment: 404 on any other host.',
         querystring: LocalPageQuery,
@@ -75,6 +76,7 @@ export const localSignInRoutes: FastifyPluginAsyncTypebox<LocalSignInRoutesOptio
       onRequest: refuseForeignOrigin,
       schema: {
         tags,
+        operationId: 'signInAsDemoAgent',
         summary: 'Demo only (DEMO_LOCAL_SIGNIN): sign in as a fictional demo agent',
         description:
           'Form or JSON. Starts the same session as the chat-platform sign-in (cookie cms_session, 12 hours; any previous ' +

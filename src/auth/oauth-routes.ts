@@ -55,6 +55,7 @@ export const oauthRoutes: FastifyPluginAsyncTypebox<OAuthRoutesOptions> = async 
       config: { auth: 'none', rateLimit: signInRateLimit(config) },
       schema: {
         tags: ['Authentication'],
+        operationId: 'signInWithChat',
         summary: 'Start chat-platform sign-in: redirects the browser to the OAuth page',
         querystring: LoginQuery,
         response: { 302: RedirectResponse, ...errorResponses(400, 421, 429, 500, 503) },
@@ -87,6 +88,7 @@ export const oauthRoutes: FastifyPluginAsyncTypebox<OAuthRoutesOptions> = async 
       attachValidation: true,
       schema: {
         tags: ['Authentication'],
+        operationId: 'completeChatSignIn',
         summary: 'OAuth redirect target: checks the state, signs the agent in, redirects to the dashboard',
         description:
           'Failures redirect to the dashboard login with ?error=<code>: chat_authorization_denied, oauth_state_mismatch, ' +

@@ -28,8 +28,11 @@ export const CallbackQuery = Type.Object(
 );
 export type CallbackQuery = Static<typeof CallbackQuery>;
 
+// `headers` is for the document alone: @fastify/swagger makes it the response's `headers` (the
+// Location a redirect carries); Fastify neither checks nor serializes response headers.
 export const RedirectResponse = Type.Null({
   description: 'Redirect (Location header); no body',
+  headers: { Location: Type.String({ description: 'Where the browser goes next' }) },
 });
 
 export const PopupPage = {

@@ -13,7 +13,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/auth/me',
     {
       config: { auth: 'session' },
-      schema: { tags, summary: 'The live signed-in agent, its permissions and admin capabilities', response: { 200: MeResult, ...errorResponses(...COMMON_ERRORS) } },
+      schema: { tags, operationId: 'getCurrentAgent', summary: 'The live signed-in agent, its permissions and admin capabilities', response: { 200: MeResult, ...errorResponses(...COMMON_ERRORS) } },
     },
     async (request) => {
       const agent = sessionAgent(request);
@@ -33,7 +33,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/auth/logout',
     {
       config: { auth: 'session' },
-      schema: { tags, summary: 'End this session', response: { 200: LogoutResult, ...errorResponses(...COMMON_ERRORS) } },
+      schema: { tags, operationId: 'signOut', summary: 'End this session', response: { 200: LogoutResult, ...errorResponses(...COMMON_ERRORS) } },
     },
     async (request, reply) => {
       if (request.principal?.kind === 'session') {

@@ -58,7 +58,7 @@ export const contactRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/reports/:report_id/contact',
     {
       config: { auth: 'either', permission: 'manage_dockets', report: 'contact' },
-      schema: { tags, summary: 'The contact thread of a report, messages oldest first', params: ReportParams, response: { 200: ThreadResult, ...errorResponses(400, 404, ...COMMON_ERRORS) } },
+      schema: { tags, operationId: 'getContactThread', summary: 'The contact thread of a report, messages oldest first', params: ReportParams, response: { 200: ThreadResult, ...errorResponses(400, 404, ...COMMON_ERRORS) } },
     },
     async (request) => {
       const db = request.environment.db;
@@ -73,6 +73,7 @@ export const contactRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'either', permission: 'manage_dockets', report: 'contact' },
       schema: {
         tags,
+        operationId: 'replyToReporter',
         summary: 'Reply to the reporter: the bot delivers it as a direct message',
         params: ReportParams,
         body: ReplyBody,
@@ -105,7 +106,7 @@ export const contactRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/reports/:report_id/contact/close',
     {
       config: { auth: 'either', permission: 'manage_dockets', report: 'contact' },
-      schema: { tags, summary: 'Close the contact thread; the bot is told through a contact_closed action', params: ReportParams, response: { 200: ThreadResult, ...errorResponses(400, 404, 409, ...COMMON_ERRORS) } },
+      schema: { tags, operationId: 'closeContactThread', summary: 'Close the contact thread; the bot is told through a contact_closed action', params: ReportParams, response: { 200: ThreadResult, ...errorResponses(400, 404, 409, ...COMMON_ERRORS) } },
     },
     async (request) => {
       const thread = await withReportLocked(request, request.params.report_id, true, async (tx, report, row) => {
@@ -139,6 +140,7 @@ export const contactRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'key' },
       schema: {
         tags,
+        operationId: 'relayReporterMessage',
         summary: "The bot relays the reporter's message into the thread",
         params: ReportParams,
         body: RespondBody,

@@ -14,6 +14,7 @@ export const demoRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'session' },
       schema: {
         tags: ['Demo'],
+        operationId: 'resetDemo',
         summary: 'Re-seed the demo database (demo environment only)',
         description:
           'Deletes every demo record and writes the fictional organisation again, in one transaction; requests keep being ' +

@@ -79,6 +79,7 @@ export const completionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'key' },
       schema: {
         tags,
+        operationId: 'completeDelivery',
         summary: 'The bot reports a delivery: success, failed, or failed with retry_after_seconds (a paced retry)',
         params: ItemParams,
         body: CompleteBody,
@@ -129,6 +130,7 @@ export const completionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'key' },
       schema: {
         tags,
+        operationId: 'completeUserLookup',
         summary: "The bot delivers a looked-up user's profile: stored, and the lookup completed (idempotent)",
         params: ItemParams,
         body: ChatProfileInput,

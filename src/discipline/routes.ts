@@ -32,6 +32,7 @@ export const disciplineRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'key', changes: true },
       schema: {
         tags,
+        operationId: 'claimNextDelivery',
         summary: 'Claim the oldest due delivery, after the expiry and stale sweeps; 204 when nothing is due',
         response: { 200: ItemResult, 204: NothingDue, ...errorResponses(...COMMON_ERRORS) },
       },
@@ -57,6 +58,7 @@ export const disciplineRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'either' },
       schema: {
         tags,
+        operationId: 'listDeliveries',
         summary: 'Delivery items by status (default pending and processing), oldest first, with their punishments',
         querystring: PendingQuery,
         response: { 200: PendingResult, ...errorResponses(400, ...COMMON_ERRORS) },
@@ -75,6 +77,7 @@ export const disciplineRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'session', permission: 'manage_punishments' },
       schema: {
         tags,
+        operationId: 'requestUserLookup',
         summary: "Ask the bot to capture a user's chat profile; 409 while a lookup for that user is outstanding",
         body: LookupBody,
         response: { 201: LookupResult, ...errorResponses(400, 409, 415, ...COMMON_ERRORS) },
@@ -112,6 +115,7 @@ export const disciplineRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'either', permission: 'manage_punishments' },
       schema: {
         tags,
+        operationId: 'requeueDelivery',
         summary: 'Put a failed delivery back in the queue with a fresh retry budget',
         params: ItemParams,
         response: { 200: ItemResult, ...errorResponses(400, 404, 409, ...COMMON_ERRORS) },

@@ -63,7 +63,7 @@ export const evidenceRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/evidence',
     {
       config: { auth: 'either', permission: 'view_dashboard' },
-      schema: { tags: ['Evidence'], summary: 'All evidence, newest first, with a summary of each report', response: { 200: EvidenceList, ...errorResponses(...COMMON_ERRORS) } },
+      schema: { tags: ['Evidence'], operationId: 'listEvidence', summary: 'All evidence, newest first, with a summary of each report', response: { 200: EvidenceList, ...errorResponses(...COMMON_ERRORS) } },
     },
     async (request) => {
       return { success: true as const, evidence: await listEvidence(request.environment.db, seesFlaggedReports(request.principal)) };

@@ -13,6 +13,7 @@ export const gameRoutes: FastifyPluginAsyncTypebox<{ game: GameServer | undefine
       config: { auth: 'key' },
       schema: {
         tags: ['Game server'],
+        operationId: 'getGamePlayer',
         summary: 'Whether a player is in the game server now, and where',
         description:
           'Relays are tried in order with failover and a circuit breaker each; one upstream call serves every lookup for a few seconds. 429 carries Retry-After.',

@@ -31,6 +31,12 @@ export function readBuildInfo(root = PROJECT_ROOT): BuildInfo {
   };
 }
 
+/** The package's licence as package.json states it (`UNLICENSED`: private and proprietary), for the OpenAPI document. */
+export function packageLicense(root = PROJECT_ROOT): string | undefined {
+  const license = readJson(join(root, 'package.json'))?.license;
+  return typeof license === 'string' ? license : undefined;
+}
+
 let cached: BuildInfo | undefined;
 
 /** This process's build, read once. */

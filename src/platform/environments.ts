@@ -1,7 +1,6 @@
 // Production and demo, each with its own database, key and secrets, open side by side. A request
 // is resolved to one of them by its Host header; an unknown host resolves to none (fail closed).
-import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
+// Each database is opened and wrapped in environment-db.ts; the series in environment-metrics.ts.
 import type { FastifyBaseLogger } from 'fastify';
 import { ENVIRONMENTS, type Config, type EnvironmentConfig, type EnvironmentName } from '../config.js';
 import { AuditSealer, type SealerStatus } from './audit-chain/sealer.js';
@@ -10,14 +9,15 @@ import { AUTH_CHANNEL, SessionCache } from './auth/session-cache.js';
 import { BackupScheduler, type BackupStatus } from './backup/scheduler.js';
 import { ChangeCache } from './cache/change-cache.js';
 import { migrate } from './db/migrate.js';
-import { observeDatabases, type DbObservation } from './db/observe.js';
-import { openPglite, type PgliteDb } from './db/pglite.js';
+import type { DbObservation } from './db/observe.js';
 import { warnIfJitOn } from './db/pooler.js';
-import { openPostgres } from './db/postgres.js';
 import { ReplicaSet } from './db/replicas.js';
-import { DbError, type Db, type QueryOptions } from './db/types.js';
-import { fromDbError } from './errors.js';
+import type { Db } from './db/types.js';
+import { defaultOpenDb, environmentDb, isPglite, isUnreachable, type OpenDb } from './environment-db.js';
+import { observeEnvironments } from './environment-metrics.js';
 import type { Metrics } from './metrics.js';
+
+export { defaultOpenDb, type OpenDb } from './environment-db.js';
 
 export interface Environment {
   readonly name: EnvironmentName;
@@ -64,45 +64,6 @@ function clearedBy(db: Db, channel: string, cache: ChangeCache<unknown>) {
 }
 
 /**
- * The environment's Db, clearing `onCommit` after every committed transaction: this instance's
- * own writes are seen by its next read at once, without waiting for their notification. With
- * metrics on it also reports each transaction's time and every failure (src/platform/db/observe.ts).
- */
-function environmentDb(db: Db, onCommit: () => void, observed: DbObservation | undefined): Db {
-  const failed = observed?.failed;
-  const watched = <T>(call: Promise<T>): Promise<T> => {
-    if (failed) call.catch(failed);
-    return call;
-  };
-  return {
-    kind: db.kind,
-    query: <R>(text: string, values?: readonly unknown[], options?: QueryOptions) => watched(db.query<R>(text, values, options)),
-    exec: (sql) => watched(db.exec(sql)),
-    async transaction(fn) {
-      // Without metrics, `observed?.…` skips its call, arguments and all.
-      const started = observed ? performance.now() : 0;
-      try {
-        const result = await db.transaction(fn);
-        onCommit();
-        return result;
-      } catch (err) {
-        observed?.failed(err);
-        throw err;
-      } finally {
-        observed?.transaction((performance.now() - started) / 1000);
-      }
-    },
-    listen: (channel, listener) => db.listen(channel, listener),
-    direct: (fn) => db.direct(fn),
-    resetStatements: () => db.resetStatements(),
-    poolStats: () => db.poolStats(),
-    close: () => db.close(),
-  };
-}
-
-export type OpenDb = (env: EnvironmentConfig) => Promise<Db>;
-
-/**
  * Runs on an environment's database once it is migrated, before it listens or serves (the demo
  * seed on first start). The caller wires it: the platform knows no domain (src/server.ts).
  */
@@ -121,31 +82,6 @@ export interface OpenEnvironmentsOptions {
    * count connections or rows at rest open without it and seal when they mean to.
    */
   sealing?: boolean;
-}
-
-export function defaultOpenDb(config: Config, log: FastifyBaseLogger): OpenDb {
-  return async (env) => {
-    if (env.databaseUrl) {
-      return openPostgres({
-        connectionString: env.databaseUrl,
-        directConnectionString: env.databaseDirectUrl,
-        preparedStatements: config.databasePreparedStatements,
-        max: config.databasePoolSize,
-        applicationName: `case-management-service:${env.name}`,
-        onIdleError: (err) => log.error({ err, environment: env.name }, 'idle database connection failed'),
-        // A multi-host URL (issue 30): the first writable host, and each failover followed.
-        onHostChosen: (host) => log.info({ environment: env.name, host }, `${env.name} database: new connections go to ${host} (writable)`),
-      });
-    }
-    return openPglite({ dataDir: config.dataDir === ':memory:' ? undefined : join(config.dataDir, env.name) });
-  };
-}
-
-// Failures that mean "the server is not there (yet)", not "this deployment is broken".
-const UNREACHABLE_SQLSTATES = new Set(['3D000', '28000', '28P01']);
-function isUnreachable(err: unknown): boolean {
-  if (!(err instanceof DbError)) return false;
-  return UNREACHABLE_SQLSTATES.has(err.code ?? '') || fromDbError(err).statusCode === 503;
 }
 
 export class Environments {
@@ -175,41 +111,10 @@ export class Environments {
     for (const name of ENVIRONMENTS) for (const host of config.environments[name].hosts) this.hosts.set(host, name);
     // Held here rather than per opened database: the counts outlive an outage of the environment.
     this.keys = { production: new ApiKeys(config.environments.production, options.log), demo: new ApiKeys(config.environments.demo, options.log) };
-    if (metrics) {
-      metrics.bindEnvironments(() => this.ready.values());
-      metrics.counterFrom(
-        'cms_api_key_previous_uses_total',
-        'Requests this instance authenticated with <ENV>_API_KEY_PREVIOUS, per environment (a key rotation is over when it stops growing)',
-        () => ENVIRONMENTS.map((environment) => ({ labels: { environment }, value: this.keys[environment].previousKeyUses })),
-        ['environment'],
-      );
-      if (metrics.enabled) this.observation = observeDatabases(metrics, () => this.ready.values());
-      // Read replicas (issue 22): each one's lag and whether it serves, and where the reads went.
-      metrics.gauge('cms_db_replica_lag_seconds', 'Seconds since the primary was last at a position the replica has replayed, per environment and replica (absent while down)', ['environment', 'replica'], (gauge) => {
-        gauge.reset();
-        for (const [environment, set] of this.replicaSets) for (const r of set.status()) if (r.lag_s !== null) gauge.set({ environment, replica: r.name }, r.lag_s);
-      });
-      metrics.gauge('cms_db_replica_serving', 'Whether the replica serves reads (1) or is skipped: down, lagging or not in recovery (0), per environment and replica', ['environment', 'replica'], (gauge) => {
-        gauge.reset();
-        for (const [environment, set] of this.replicaSets) for (const r of set.status()) gauge.set({ environment, replica: r.name }, r.state === 'ok' ? 1 : 0);
-      });
-      metrics.counterFrom(
-        'cms_db_reads_total',
-        'Reads that tolerate replication, by where they went: a replica, or the primary because no replica had replayed the caller\'s last change in time (behind), none was serving (unavailable) or the replica failed (error)',
-        () => [...this.replicaSets].flatMap(([environment, set]) => Object.entries(set.routed).map(([route, value]) => ({ labels: { environment, route }, value }))),
-        ['environment', 'route'],
-      );
-    }
     this.backups = config.backup ? new BackupScheduler(config.backup, options.log) : undefined;
-    // An environment the service backs up has a series from the start (0 until the first good
-    // backup), so an alert on its age also fires when none has ever succeeded.
-    metrics?.gauge('cms_backup_last_success_timestamp_seconds', 'When this instance last wrote a good backup of the environment (Unix time; 0: none yet), per environment it backs up', ['environment'], (gauge) => {
-      gauge.reset();
-      for (const environment of ENVIRONMENTS) {
-        const status = this.backups?.status(environment);
-        if (status) gauge.set({ environment }, (status.lastGoodAt?.getTime() ?? 0) / 1000);
-      }
-    });
+    if (metrics) {
+      this.observation = observeEnvironments(metrics, { ready: () => this.ready.values(), keys: this.keys, replicaSets: this.replicaSets, backups: this.backups });
+    }
   }
 
   /**
@@ -336,7 +241,7 @@ export class Environments {
     }
     let backup: BackupStatus | null = null;
     if (this.backups && isPglite(db)) backup = this.backups.add(name, db);
-    else if (this.backups) this.options.log.warn({ environment: name }, 'BACKUP_DIR: this environment is on PostgreSQL and is not backed up by the service; use pg_dump or pg_basebackup (README, Operations)');
+    else if (this.backups) this.options.log.warn({ environment: name }, 'BACKUP_DIR: this environment is on PostgreSQL and is not backed up by the service; use pg_dump or pg_basebackup (docs/operations.md)');
     this.ready.set(name, {
       name,
       config: envConfig,
@@ -365,10 +270,6 @@ export class Environments {
     timer.unref();
     this.retries.add(timer);
   }
-}
-
-function isPglite(db: Db): db is PgliteDb {
-  return db.kind === 'pglite' && typeof (db as Partial<PgliteDb>).snapshot === 'function';
 }
 
 /** Lowercase host name without port or trailing dot; IPv6 literals keep their brackets. */

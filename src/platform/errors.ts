@@ -29,6 +29,7 @@ export class AppError extends Error {
 
 export const errors = {
   validation: (message: string) => new AppError(400, message, 'VALIDATION_ERROR'),
+  bodyRequired: () => new AppError(400, 'body is required: this operation takes a JSON object', 'VALIDATION_ERROR'),
   badRequest: (message: string, code = 'BAD_REQUEST') => new AppError(400, message, code),
   badUrl: () => new AppError(400, 'The URL has malformed percent-encoding', 'BAD_URL'),
   duplicateHost: () => new AppError(400, 'The request has more than one Host header', 'DUPLICATE_HOST'),

@@ -57,6 +57,7 @@ export const punishmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
       preValidation: prepareBody,
       schema: {
         tags,
+        operationId: 'issuePunishment',
         summary: 'Issue a punishment: row, audit, punishment.issued event and the issue delivery (plus a user_lookup when no profile is stored)',
         body: CreatePunishmentBody,
         response: { 201: PunishmentResult, ...errorResponses(400, 409, 415, ...COMMON_ERRORS) },
@@ -73,7 +74,7 @@ export const punishmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/punishments',
     {
       config: { auth: 'session', permission: 'view_punishments' },
-      schema: { tags, summary: 'Punishments, newest first, with the total matching', querystring: ListQuery, response: { 200: PunishmentList, ...errorResponses(400, ...COMMON_ERRORS) } },
+      schema: { tags, operationId: 'listPunishments', summary: 'Punishments, newest first, with the total matching', querystring: ListQuery, response: { 200: PunishmentList, ...errorResponses(400, ...COMMON_ERRORS) } },
     },
     async (request) => {
       await sweep(request);
@@ -89,7 +90,7 @@ export const punishmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/punishments/:punishment_id',
     {
       config: { auth: 'session', permission: 'view_punishments' },
-      schema: { tags, summary: 'One punishment with its delivery state and stored profile', params: PunishmentParams, response: { 200: PunishmentResult, ...errorResponses(400, 404, ...COMMON_ERRORS) } },
+      schema: { tags, operationId: 'getPunishment', summary: 'One punishment with its delivery state and stored profile', params: PunishmentParams, response: { 200: PunishmentResult, ...errorResponses(400, 404, ...COMMON_ERRORS) } },
     },
     async (request) => {
       await sweep(request);
@@ -104,6 +105,7 @@ export const punishmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
       preValidation: prepareBody,
       schema: {
         tags,
+        operationId: 'updatePunishment',
         summary: 'Change a punishment in force, with an audit reason; revoking has its own route',
         params: PunishmentParams,
         body: UpdatePunishmentBody,
@@ -127,6 +129,7 @@ export const punishmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
       preValidation: prepareBody,
       schema: {
         tags,
+        operationId: 'revokePunishment',
         summary: 'Revoke a punishment in force: audit, punishment.revoked event and the revoke delivery',
         params: PunishmentParams,
         body: RevokeBody,
@@ -144,7 +147,7 @@ export const punishmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/punishments/users/:chat_id/profile',
     {
       config: { auth: 'session', permission: 'view_punishments' },
-      schema: { tags, summary: "The user's stored chat profile snapshot", params: ProfileParams, response: { 200: ProfileResult, ...errorResponses(400, 404, ...COMMON_ERRORS) } },
+      schema: { tags, operationId: 'getChatProfile', summary: "The user's stored chat profile snapshot", params: ProfileParams, response: { 200: ProfileResult, ...errorResponses(400, 404, ...COMMON_ERRORS) } },
     },
     async (request) => {
       await sweep(request);

@@ -36,6 +36,7 @@ export const actionQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'key' },
       schema: {
         tags,
+        operationId: 'listPendingActions',
         summary: 'Pending and processing actions of both queues, oldest first, at most 50',
         response: { 200: ActionList, ...errorResponses(...COMMON_ERRORS) },
       },
@@ -55,18 +56,19 @@ export const actionQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (!action) return reply.code(204).send();
     return { success: true as const, action };
   };
-  const pickups: Array<[string, QueueName | undefined, string]> = [
-    ['/actions/next', undefined, 'Claim the oldest pending action of either queue'],
-    ['/actions/next/operator', 'operator', 'Claim the oldest pending action on a non-supervisor report'],
-    ['/actions/next/supervisor', 'supervisor', 'Claim the oldest pending action on a supervisor report'],
+  const pickups: Array<[string, QueueName | undefined, string, string]> = [
+    ['/actions/next', undefined, 'claimNextAction', 'Claim the oldest pending action of either queue'],
+    ['/actions/next/operator', 'operator', 'claimNextOperatorAction', 'Claim the oldest pending action on a non-supervisor report'],
+    ['/actions/next/supervisor', 'supervisor', 'claimNextSupervisorAction', 'Claim the oldest pending action on a supervisor report'],
   ];
-  for (const [url, queue, summary] of pickups) {
+  for (const [url, queue, operationId, summary] of pickups) {
     app.get(
       url,
       {
         config: { auth: 'key', changes: true },
         schema: {
           tags,
+          operationId,
           summary,
           description: 'Runs the stale sweep first. The claimed action is processing with one more attempt; 204 with an empty body when nothing is pending.',
           response: { 200: ActionResult, 204: NothingPending, ...errorResponses(...COMMON_ERRORS) },
@@ -76,7 +78,7 @@ export const actionQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
     );
   }
 
-  for (const queue of ['operator', 'supervisor'] as const) {
+  for (const [queue, operationId] of [['operator', 'listOperatorActions'], ['supervisor', 'listSupervisorActions']] as const) {
     app.get(
       `/actions/pending/${queue}`,
       {
@@ -85,6 +87,7 @@ export const actionQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
         config: { auth: 'either', ...(queue === 'supervisor' ? { rank: SUPERVISOR_QUEUE_RANK } : {}) },
         schema: {
           tags,
+          operationId,
           summary: `Actions of the ${queue} queue with their failure metadata, oldest first`,
           description: queue === 'supervisor' ? 'Sessions need Senior Agent rank.' : undefined,
           querystring: QueueListQuery,
@@ -110,6 +113,7 @@ export const actionQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'key' },
       schema: {
         tags,
+        operationId: 'completeAction',
         summary: 'The bot reports the outcome of an action it claimed',
         params: ActionParams,
         body: CompleteBody,
@@ -132,6 +136,7 @@ export const actionQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'either', permission: 'manage_dockets' },
       schema: {
         tags,
+        operationId: 'requeueAction',
         summary: 'Put a failed action back to pending with a fresh retry budget',
         description: 'Sessions need Senior Agent rank for an action of the supervisor queue.',
         params: ActionParams,

@@ -43,7 +43,7 @@ function signingSecret(request: FastifyRequest): string {
 export const realtimeRoutes: FastifyPluginAsyncTypebox<{ hub: RealtimeHub; caps: ConnectionCaps }> = async (app, { hub, caps }) => {
   app.get(
     '/training/realtime-config',
-    { config: { auth: 'session' }, schema: { tags, summary: 'The browser realtime client’s public configuration', response: { 200: RealtimeConfig, ...errorResponses(...COMMON_ERRORS) } } },
+    { config: { auth: 'session' }, schema: { tags, operationId: 'getRealtimeConfig', summary: 'The browser realtime client’s public configuration', response: { 200: RealtimeConfig, ...errorResponses(...COMMON_ERRORS) } } },
     async (request) => {
       sessionAgent(request);
       const secret = signingSecret(request);
@@ -56,7 +56,7 @@ export const realtimeRoutes: FastifyPluginAsyncTypebox<{ hub: RealtimeHub; caps:
 
   app.get(
     TOKEN_PATH,
-    { config: { auth: 'session' }, schema: { tags, summary: 'A signed realtime token for the signed-in agent (503 when realtime is not configured)', response: { 200: RealtimeToken, ...errorResponses(...COMMON_ERRORS) } } },
+    { config: { auth: 'session' }, schema: { tags, operationId: 'getRealtimeToken', summary: 'A signed realtime token for the signed-in agent (503 when realtime is not configured)', response: { 200: RealtimeToken, ...errorResponses(...COMMON_ERRORS) } } },
     async (request) => {
       const agent = sessionAgent(request);
       const token = await mintToken(request.environment.name, signingSecret(request), agent.chat_id);

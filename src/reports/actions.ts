@@ -110,6 +110,7 @@ export const reportActionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'either', permission: 'manage_dockets', report: (body) => (body.action === 'claim' ? 'claim' : 'act') },
       schema: {
         tags,
+        operationId: 'actOnReport',
         summary: 'Act on a report (validate, invalidate, investigate, contact_reporter, claim) and queue it for the bot',
         params: ReportIdParams,
         body: ActionBody,
@@ -136,6 +137,7 @@ export const reportActionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'either', permission: 'manage_dockets', report: 'act' },
       schema: {
         tags,
+        operationId: 'beginInvestigation',
         summary: 'Start an investigation (the same as action investigate)',
         params: ReportIdParams,
         response: { 200: ReportResult, ...errorResponses(400, 404, 409, ...COMMON_ERRORS) },
@@ -158,6 +160,7 @@ export const reportActionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'either', permission: 'manage_dockets', report: 'act' },
       schema: {
         tags,
+        operationId: 'endInvestigation',
         summary: 'Conclude the investigation in progress: Under Investigation to Pending, nothing queued',
         params: ReportIdParams,
         response: { 200: ReportResult, ...errorResponses(400, 404, 409, ...COMMON_ERRORS) },

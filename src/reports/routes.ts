@@ -53,6 +53,7 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       preValidation: normaliseFormBody,
       schema: {
         tags,
+        operationId: 'createReport',
         summary: 'Create a report (JSON or form-encoded)',
         consumes: ['application/json', FORM],
         body: CreateReportBody,
@@ -86,6 +87,7 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'either', permission: 'view_dashboard' },
       schema: {
         tags,
+        operationId: 'listReports',
         summary: 'Reports, newest first: the whole list, or a page when limit is given',
         querystring: ReportListQuery,
         response: { 200: ReportList, ...errorResponses(400, ...COMMON_ERRORS) },
@@ -120,7 +122,7 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/reports/:report_id',
     {
       config: { auth: 'either', permission: 'view_dashboard', report: 'read' },
-      schema: { tags, summary: 'One full report', params: ReportParams, response: { 200: FullReportResult, ...errorResponses(400, 404, ...COMMON_ERRORS) } },
+      schema: { tags, operationId: 'getReport', summary: 'One full report', params: ReportParams, response: { 200: FullReportResult, ...errorResponses(400, 404, ...COMMON_ERRORS) } },
     },
     async (request) => {
       const report = await loadFullReport(readDb(request), request.params.report_id);
@@ -136,6 +138,7 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'either', permission: 'manage_dockets', report: 'update' },
       schema: {
         tags,
+        operationId: 'updateReport',
         summary: 'Update whitelisted report fields (reassignment needs reassign_docket)',
         params: ReportParams,
         body: UpdateReportBody,
@@ -169,6 +172,7 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
       schema: {
         tags,
+        operationId: 'deleteReport',
         summary: 'Hard delete with a reason: pre-image kept, timeline and events retained',
         params: ReportParams,
         body: DeleteReportBody,
@@ -197,12 +201,12 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   // Compatibility no-ops: the dashboard still calls them. They touch no data, so an unknown
   // report id is 200 too (answering 404 would need a read these calls never needed).
-  for (const path of ['/reports/:report_id/viewed', '/reports/:report_id/evidence/opened']) {
+  for (const [path, operationId] of [['/reports/:report_id/viewed', 'markReportViewed'], ['/reports/:report_id/evidence/opened', 'markEvidenceOpened']] as const) {
     app.post(
       path,
       {
         config: { auth: 'either', permission: 'view_dashboard' },
-        schema: { tags, summary: 'No-op kept for compatibility', params: ReportParams, response: { 200: Ok, ...errorResponses(400, ...COMMON_ERRORS) } },
+        schema: { tags, operationId, summary: 'No-op kept for compatibility', params: ReportParams, response: { 200: Ok, ...errorResponses(400, ...COMMON_ERRORS) } },
       },
       async () => ({ success: true as const }),
     );
@@ -214,6 +218,7 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'key' },
       schema: {
         tags,
+        operationId: 'storeChatProfiles',
         summary: "The bot delivers the parties' chat profiles (upserted by chat id)",
         params: ReportParams,
         body: ChatProfilesBody,

@@ -53,6 +53,7 @@ export const reportWorkingDataRoutes: FastifyPluginAsyncTypebox = async (app) =>
       config: { auth: 'either', permission: 'add_case_note', report: 'note' },
       schema: {
         tags,
+        operationId: 'addReportNote',
         summary: 'Add a case note (sessions: assigned agent or supervisor rank, during an investigation)',
         params: ReportIdParams,
         body: NoteBody,
@@ -88,6 +89,7 @@ export const reportWorkingDataRoutes: FastifyPluginAsyncTypebox = async (app) =>
       config: { auth: 'either', permission: 'add_evidence', report: 'evidence' },
       schema: {
         tags,
+        operationId: 'addReportEvidence',
         summary: 'Add an evidence link (http or https; same gates as notes)',
         params: ReportIdParams,
         body: EvidenceBody,
@@ -123,6 +125,7 @@ export const reportWorkingDataRoutes: FastifyPluginAsyncTypebox = async (app) =>
       config: { auth: 'either', permission: 'manage_dockets', report: 'timeline' },
       schema: {
         tags,
+        operationId: 'addTimelineEntry',
         summary: 'Add a timeline entry (sessions: the assigned agent, during an investigation)',
         params: ReportIdParams,
         body: TimelineBody,

@@ -117,6 +117,7 @@ export const trainingActivityRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = a
       config: { auth: 'session', member: 'participant' },
       schema: {
         tags,
+        operationId: 'recordTraineeAction',
         summary: 'Record a trainee action in an active session and run the scenario engine; a repeated client_id is answered, not recorded again (participants)',
         params: SessionParams,
         body: TraineeActionBody,
@@ -164,13 +165,14 @@ export const trainingActivityRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = a
     },
   );
 
-  for (const [verb, available] of [['release', true], ['lock', false]] as const) {
+  for (const [verb, available, operationId] of [['release', true, 'releaseScenarioEvidence'], ['lock', false, 'lockScenarioEvidence']] as const) {
     app.post(
       `/training/sessions/:session_id/evidence/:key/${verb}`,
       {
         config: { auth: 'session', member: 'trainer' },
         schema: {
           tags,
+          operationId,
           summary: `${available ? 'Release' : 'Lock'} an evidence item of the active scenario by hand; broadcast as EVIDENCE_${available ? 'RELEASED' : 'LOCKED'} on the session channel (assigned trainer)`,
           params: EvidenceParams,
           response: { 200: OverrideResult, ...errorResponses(400, 404, 409, ...COMMON_ERRORS) },
@@ -181,13 +183,14 @@ export const trainingActivityRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = a
     );
   }
 
-  for (const [verb, complete] of [['complete', true], ['reset', false]] as const) {
+  for (const [verb, complete, operationId] of [['complete', true, 'completeObjective'], ['reset', false, 'resetObjective']] as const) {
     app.post(
       `/training/sessions/:session_id/objectives/:id/${verb}`,
       {
         config: { auth: 'session', member: 'trainer' },
         schema: {
           tags,
+          operationId,
           summary: complete
             ? 'Complete an objective of the active scenario by hand; the evidence it unlocks is unlocked (assigned trainer)'
             : 'Reopen an objective of the active scenario; evidence it unlocked stays available (assigned trainer)',
@@ -206,6 +209,7 @@ export const trainingActivityRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = a
       config: { auth: 'session', member: 'trainer' },
       schema: {
         tags,
+        operationId: 'injectInformation',
         summary: 'Inject information into a session that is not closed: a report, a statement, a message or evidence the trainee receives (assigned trainer)',
         params: SessionParams,
         body: InjectBody,
@@ -232,6 +236,7 @@ export const trainingActivityRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = a
       config: { auth: 'session', member: 'participant' },
       schema: {
         tags,
+        operationId: 'addTrainingNote',
         summary: 'Add a note: a trainer’s is private until released, a trainee’s is released at once (participants)',
         params: SessionParams,
         body: NoteBody,
@@ -258,6 +263,7 @@ export const trainingActivityRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = a
       config: { auth: 'session', member: 'trainer' },
       schema: {
         tags,
+        operationId: 'releaseTrainingNote',
         summary: 'Release a private trainer note to the trainee (assigned trainer)',
         params: NoteParams,
         response: { 200: NoteResult, ...errorResponses(400, 404, ...COMMON_ERRORS) },

@@ -27,7 +27,7 @@ const TraineeList = Type.Object({ success: Type.Literal(true), trainees: Type.Ar
 export const trainingRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/training/me',
-    { config: { auth: 'session' }, schema: { tags, summary: 'The signed-in agent and whether they train', response: { 200: Me, ...errorResponses(...COMMON_ERRORS) } } },
+    { config: { auth: 'session' }, schema: { tags, operationId: 'getTrainingProfile', summary: 'The signed-in agent and whether they train', response: { 200: Me, ...errorResponses(...COMMON_ERRORS) } } },
     async (request) => {
       const agent = sessionAgent(request);
       return { success: true as const, is_trainer: isTrainer(agent), agent };
@@ -36,7 +36,7 @@ export const trainingRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/training/scenarios',
-    { config: { auth: 'session', trainer: true }, schema: { tags, summary: 'The scenario catalog, drafts included, by title (trainers)', response: { 200: ScenarioList, ...errorResponses(...COMMON_ERRORS) } } },
+    { config: { auth: 'session', trainer: true }, schema: { tags, operationId: 'listScenarios', summary: 'The scenario catalog, drafts included, by title (trainers)', response: { 200: ScenarioList, ...errorResponses(...COMMON_ERRORS) } } },
     async (request) => {
       trainer(request);
       const { rows } = await request.environment.db.query<Scenario>(
@@ -48,7 +48,7 @@ export const trainingRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/training/trainees',
-    { config: { auth: 'session', trainer: true }, schema: { tags, summary: 'Agents whose status is exactly onboarding, by name (trainers)', response: { 200: TraineeList, ...errorResponses(...COMMON_ERRORS) } } },
+    { config: { auth: 'session', trainer: true }, schema: { tags, operationId: 'listTrainees', summary: 'Agents whose status is exactly onboarding, by name (trainers)', response: { 200: TraineeList, ...errorResponses(...COMMON_ERRORS) } } },
     async (request) => {
       trainer(request);
       const { rows } = await request.environment.db.query<AgentRow>(

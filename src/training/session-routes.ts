@@ -88,6 +88,7 @@ export const trainingSessionRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = as
       config: { auth: 'session', trainer: true },
       schema: {
         tags,
+        operationId: 'createTrainingSession',
         summary: 'Create a pending session for an onboarding trainee, optionally with its first scenario (trainers); 201 with the full payload',
         body: CreateSessionBody,
         response: { 201: SessionPayload, ...errorResponses(400, 404, 415, ...COMMON_ERRORS) },
@@ -105,6 +106,7 @@ export const trainingSessionRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = as
       config: { auth: 'session' },
       schema: {
         tags,
+        operationId: 'listTrainingSessions',
         summary: 'Sessions the agent trained, and their own active, paused or completed ones as a trainee; newest first, at most 300',
         response: { 200: SessionList, ...errorResponses(...COMMON_ERRORS) },
       },
@@ -127,6 +129,7 @@ export const trainingSessionRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = as
       config: { auth: 'session', member: 'participant' },
       schema: {
         tags,
+        operationId: 'getTrainingSession',
         summary: 'The session as the caller’s role may see it: scenarios, the latest 200 events, notes, injections (participants; 403 NOT_SESSION_MEMBER otherwise)',
         params: SessionParams,
         response: { 200: SessionPayload, ...errorResponses(400, 404, 409, ...COMMON_ERRORS) },
@@ -138,12 +141,21 @@ export const trainingSessionRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = as
     },
   );
 
+  const controlOperationIds: Record<Control, string> = {
+    start: 'startTrainingSession',
+    pause: 'pauseTrainingSession',
+    resume: 'resumeTrainingSession',
+    restart: 'restartTrainingSession',
+    reset: 'resetTrainingSession',
+    end: 'endTrainingSession',
+    abort: 'abortTrainingSession',
+  };
   for (const control of CONTROLS) {
     app.post(
       `/training/sessions/:session_id/${control}`,
       {
         config: { auth: 'session', member: 'trainer' },
-        schema: { tags, summary: `${CONTROL_SUMMARIES[control]} (assigned trainer)`, params: SessionParams, response: { 200: Done, ...errorResponses(400, 404, 409, ...COMMON_ERRORS) } },
+        schema: { tags, operationId: controlOperationIds[control], summary: `${CONTROL_SUMMARIES[control]} (assigned trainer)`, params: SessionParams, response: { 200: Done, ...errorResponses(400, 404, 409, ...COMMON_ERRORS) } },
       },
       async (request) =>
         changeSession(deps, request, request.params.session_id, 'trainer', async (tx, ctx) => {
@@ -159,6 +171,7 @@ export const trainingSessionRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = as
       config: { auth: 'session', member: 'trainer' },
       schema: {
         tags,
+        operationId: 'activateScenario',
         summary: 'Activate a scenario of the catalog in a pending, active or paused session; the active one is completed (assigned trainer)',
         params: ActivateParams,
         response: { 200: ActivateResult, ...errorResponses(400, 404, 409, ...COMMON_ERRORS) },
@@ -193,6 +206,7 @@ export const trainingSessionRoutes: FastifyPluginAsyncTypebox<TrainingDeps> = as
       config: { auth: 'session', member: 'trainer' },
       schema: {
         tags,
+        operationId: 'evaluateTrainingSession',
         summary: 'Grade the session and complete it: score 0 to 100, pass or fail, comments for the trainer, feedback for the trainee (assigned trainer)',
         params: SessionParams,
         body: EvaluateBody,

@@ -2,9 +2,18 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { errors } from '../platform/errors.js';
 import { COMMON_ERRORS, errorResponses } from '../platform/http/schemas.js';
-import { generateId, ID_FORMATS, ID_KINDS } from '../platform/ids.js';
+import { generateId, ID_FORMATS, ID_KINDS, type IdKind } from '../platform/ids.js';
 import { GeneratedId, TimestampBody, TimestampResult } from './schemas.js';
 import { parseDateString } from './timestamp.js';
+
+const GENERATOR_OPERATION_IDS: Record<IdKind, string> = {
+  agreement: 'generateAgreementId',
+  agent: 'generateAgentId',
+  join: 'generateJoinId',
+  case: 'generateCaseId',
+  investigation: 'generateInvestigationId',
+  clearance: 'generateClearanceId',
+};
 
 export const utilitiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // GET /generate/agreement, /agent, /join, /case, /investigation, /clearance
@@ -15,6 +24,7 @@ export const utilitiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         config: { auth: 'key' },
         schema: {
           tags: ['Generators and utilities'],
+          operationId: GENERATOR_OPERATION_IDS[kind],
           summary: `A random ${kind} id (${ID_FORMATS[kind]}, # a digit)`,
           response: { 200: GeneratedId, ...errorResponses(...COMMON_ERRORS) },
         },
@@ -29,6 +39,7 @@ export const utilitiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { auth: 'key' },
       schema: {
         tags: ['Generators and utilities'],
+        operationId: 'convertTimestamp',
         summary: 'Convert a JavaScript Date string to a Unix timestamp',
         body: TimestampBody,
         response: { 200: TimestampResult, ...errorResponses(400, 415, ...COMMON_ERRORS) },

@@ -1,4 +1,4 @@
-// The training front end's realtime client, as README.md ("Realtime") quotes it line for line and
+// The training front end's realtime client, as docs/realtime.md quotes it line for line and
 // test/realtime-supabase-js.test.ts runs it: @supabase/supabase-js with the service's token given
 // the way Supabase documents third-party auth (an `accessToken` callback).
 import { createClient, type RealtimeChannel, type SupabaseClient, type SupabaseClientOptions } from '@supabase/supabase-js';

@@ -1,11 +1,13 @@
-// The built service as a real process: request ids in structured logs, a malformed config
-// stopping the boot, and a graceful SIGTERM that lets an in-flight request finish.
+// The built service as a real process: request ids in structured logs, one warning at boot on a
+// Node past its end of life, a malformed config stopping the boot, and a graceful SIGTERM that
+// lets an in-flight request finish.
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { endOfLifeMessage, nodePastEndOfLife } from '../../src/platform/node-support.js';
 import { freePort, startService, withServiceDatabases, type Service } from '../helpers/service-process.js';
 import { storeName, type TestDatabase } from '../helpers/stores.js';
 
@@ -51,6 +53,16 @@ describe(`the service process on ${storeName}`, () => {
   it('mints a request id when the incoming one is not a sane token', async () => {
     const res = await fetch(`http://127.0.0.1:${service.port}/generate/case`, { headers: { authorization: KEY, 'x-request-id': 'bad id\twith spaces' } });
     expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('logs one warning at boot, before it listens, when the Node running it is past its end of life (none on a supported one)', () => {
+    const entries = service.logs.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const warnings = entries.filter((e) => String(e.msg).includes('past its end of life'));
+    // The same Node as this test (startService spawns process.execPath), judged on the same day.
+    const past = nodePastEndOfLife(process.versions.node, new Date());
+    if (!past) return expect(warnings).toEqual([]);
+    expect(warnings).toEqual([expect.objectContaining({ level: 40, node_version: process.version, end_of_life: past.endOfLife, msg: endOfLifeMessage(past) })]);
+    expect(entries.indexOf(warnings[0]!)).toBeLessThan(entries.findIndex((e) => String(e.msg).startsWith('Server listening')));
   });
 
   it('on SIGTERM finishes the in-flight request, refuses new work, closes the databases and exits 0', async () => {

@@ -1,6 +1,6 @@
 // The database series of the metrics (issue 20): each environment's pool (size, idle, waiting,
 // read from the Db at scrape time), the time of every transaction, and the failures that mean the
-// database is unavailable or too slow. Reported by the environment's Db (src/platform/environments.ts)
+// database is unavailable or too slow. Reported by the environment's Db (src/platform/environment-db.ts)
 // only when metrics are on: a timer per transaction and a promise per call that nothing would read otherwise.
 import { fromDbError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
@@ -17,7 +17,7 @@ export function failureKind(err: unknown): DbFailureKind | undefined {
   return fromDbError(err).statusCode === 503 ? 'unavailable' : undefined;
 }
 
-/** What the environment's Db (src/platform/environments.ts) reports when metrics are on. */
+/** What the environment's Db (src/platform/environment-db.ts) reports when metrics are on. */
 export interface DbObservation {
   /** A transaction ended (committed or rolled back) `seconds` after it asked for a connection. */
   transaction(seconds: number): void;

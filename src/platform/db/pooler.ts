@@ -15,6 +15,6 @@ export async function warnIfJitOn(db: Db, env: EnvironmentConfig, log: FastifyBa
   if (rows[0]?.jit !== 'on') return;
   log.warn(
     { environment: env.name },
-    `jit is on for the service's connections through the pooler: set it off on the server (alter role <user> set jit = off, or alter database <database> set jit = off; README, Running on PostgreSQL)`,
+    `jit is on for the service's connections through the pooler: set it off on the server (alter role <user> set jit = off, or alter database <database> set jit = off; docs/postgresql.md)`,
   );
 }

@@ -13,7 +13,10 @@ import { isRefusal, noHost, toDbError, UnsuitableHost, unsuitable } from './host
 import { TYPE_PARSERS } from './parsers.js';
 import { createListenerConnection } from './listener.js';
 import { createTx } from './transaction-guard.js';
+import { Turns } from './turns.js';
 import type { Db, QueryOptions, QueryResult, Row } from './types.js';
+
+export { Turns } from './turns.js';
 
 export interface PostgresOptions {
   /** The pool's server: PostgreSQL itself, or a connection pooler in front of it. */
@@ -40,40 +43,6 @@ const types = {
     TYPE_PARSERS[oid] ?? pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
 
-/**
- * Turns at the pool's connections, one per connection, given to transactions before single
- * statements: when reads keep every connection busy, a change waits for the next connection to
- * come free rather than behind every read queued before it (pg's own queue is first come, first
- * served). A read still never waits while a connection is free.
- */
-export class Turns {
-  private free: number;
-  private readonly changes: (() => void)[] = [];
-  private readonly reads: (() => void)[] = [];
-
-  constructor(size: number) {
-    this.free = size;
-  }
-
-  take(change: boolean): Promise<void> | undefined {
-    if (this.free > 0) {
-      this.free--;
-      return undefined;
-    }
-    return new Promise((resolve) => (change ? this.changes : this.reads).push(resolve));
-  }
-
-  give(): void {
-    const next = this.changes.shift() ?? this.reads.shift();
-    if (next) next();
-    else this.free++;
-  }
-
-  get waiting(): { changes: number; reads: number } {
-    return { changes: this.changes.length, reads: this.reads.length };
-  }
-}
-
 /** The host a pooled client was opened on (its index in the URL), for a multi-host URL. */
 const HOST = Symbol('host');
 type HostedClient = pg.PoolClient & { [HOST]?: number };
@@ -83,7 +52,7 @@ type HostedClient = pg.PoolClient & { [HOST]?: number };
  * cost estimates of per-row index probes (the visibility model's), not by real work. Sent as a
  * startup parameter to PostgreSQL itself; a transaction-mode pooler refuses it (PgBouncer before
  * 1.20 knows no `options`) and could not apply it to the server connections it shares anyway:
- * behind one, `jit = off` is the role's or the database's setting (README, Running on PostgreSQL).
+ * behind one, `jit = off` is the role's or the database's setting (docs/postgresql.md).
  */
 export const JIT_OFF = '-c jit=off';
 

@@ -1,13 +1,9 @@
 // Streaming replicas that serve reads (issue 22), with read-your-writes. PostgreSQL's own physical
 // replication keeps them; this module only decides, per read, whether a replica may answer it.
 //
-// - Each caller's latest change is a WAL position: after a request that changes something, the
-//   primary's `pg_current_wal_lsn()` (at or past every commit the request made) is kept in the
-//   unlogged table `read_positions` on the primary, before the answer leaves. Every instance reads
-//   the same table, so the caller's next request sees its writes on whichever instance it lands.
-// - A read looks its caller's position up on the primary (one index probe) and goes to a replica
-//   that has replayed past it (`pg_last_wal_replay_lsn()`); when none has, it waits a few tens of
-//   milliseconds for one, then reads from the primary.
+// - A read looks its caller's position (read-positions.ts) up on the primary (one index probe) and
+//   goes to a replica that has replayed past it (`pg_last_wal_replay_lsn()`); when none has, it
+//   waits a few tens of milliseconds for one, then reads from the primary.
 // - A poller (every POLL_MS) reads each replica's replay position and the primary's WAL position.
 //   A replica is skipped while it is down, is not in recovery, or lags more than
 //   REPLICA_MAX_LAG_SECONDS: the time since the primary was last at a position the replica has
@@ -16,9 +12,13 @@
 import { performance } from 'node:perf_hooks';
 import type { FastifyBaseLogger } from 'fastify';
 import { withinDeadline } from '../deadline.js';
-import { describeConnectionUrl } from './connection-url.js';
 import { openPostgres } from './postgres.js';
+import { deleteOldPositions, formatLsn, parseLsn } from './read-positions.js';
+import { isConnectionError, replicaName, type ReadRoute, type Replica, type ReplicaStatus } from './replica-state.js';
 import type { Db, QueryOptions, QueryResult, Queryable } from './types.js';
+
+export { formatLsn, parseLsn, positionOf, recordPosition } from './read-positions.js';
+export { replicaName, type ReadRoute, type ReplicaState, type ReplicaStatus } from './replica-state.js';
 
 /** How often each instance reads every replica's replay position and the primary's WAL position. */
 export const POLL_MS = 100;
@@ -28,58 +28,8 @@ export const READ_WAIT_MS = 40;
 const RECHECK_MS = 5;
 /** A replica that does not answer the poller within this is down until it does. */
 const PROBE_DEADLINE_MS = 1_000;
-/**
- * Read positions older than this are deleted (by every instance, now and then): a replica lagging
- * that far serves nothing anyway (REPLICA_MAX_LAG_SECONDS is at most 300).
- */
-const POSITION_KEEP_MINUTES = 15;
+/** How often the poller deletes old read positions (read-positions.ts). */
 const POSITION_CLEANUP_MS = 60_000;
-
-export type ReplicaState = 'ok' | 'lagging' | 'down' | 'not_in_recovery' | 'starting';
-
-/** Why a read went where it went (a metric's label). */
-export type ReadRoute = 'replica' | 'primary_behind' | 'primary_unavailable' | 'primary_error';
-
-/** One replica as the health answer and the metrics show it. */
-export interface ReplicaStatus {
-  /** host:port/database, without credentials. */
-  name: string;
-  state: ReplicaState;
-  /** Seconds behind the primary (null until measured, or while down). */
-  lag_s: number | null;
-  replayed_lsn: string | null;
-  paused: boolean;
-  /** Reads this instance sent to it. */
-  reads: number;
-  last_error: string | null;
-}
-
-/** A WAL position ("16/B374D848") as a number that compares. */
-export function parseLsn(text: string): bigint {
-  const slash = text.indexOf('/');
-  if (slash < 1) throw new Error(`not a WAL position: ${text}`);
-  return (BigInt(`0x${text.slice(0, slash)}`) << 32n) + BigInt(`0x${text.slice(slash + 1)}`);
-}
-
-export function formatLsn(lsn: bigint): string {
-  return `${(lsn >> 32n).toString(16).toUpperCase()}/${(lsn & 0xffffffffn).toString(16).toUpperCase()}`;
-}
-
-/** A replica URL as shown to operators: no user, no password (every host of a multi-host URL). */
-export function replicaName(url: string): string {
-  return describeConnectionUrl(url);
-}
-
-interface Replica {
-  readonly name: string;
-  readonly db: Db;
-  state: ReplicaState;
-  replayed: bigint;
-  paused: boolean;
-  lagS: number | null;
-  reads: number;
-  lastError: string | null;
-}
 
 interface Sample {
   at: number;
@@ -300,7 +250,7 @@ export class ReplicaSet {
     if (now - this.lastCleanup >= POSITION_CLEANUP_MS) {
       this.lastCleanup = now;
       await withinDeadline(
-        this.primary.query(`delete from read_positions where updated_at < now() - make_interval(mins => $1::int)`, [POSITION_KEEP_MINUTES]),
+        deleteOldPositions(this.primary),
         PROBE_DEADLINE_MS,
       );
     }
@@ -317,34 +267,4 @@ export class ReplicaSet {
     }
     return this.samples.length === 0 ? 0 : (now - this.samples[0]!.at) / 1000;
   }
-}
-
-const SQLSTATE = /^[0-9A-Z]{5}$/;
-
-/** A failure of the connection rather than of the statement: the replica is not there. */
-function isConnectionError(err: unknown): boolean {
-  const code = (err as { code?: unknown }).code;
-  // No SQLSTATE: a socket error (ECONNREFUSED, a reset, a timeout); class 08: connection
-  // exception; 57P01-57P03: the server shut down or is starting.
-  if (typeof code !== 'string' || !SQLSTATE.test(code)) return true;
-  return code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03';
-}
-
-/**
- * After a request that changed something: the primary's WAL position now (at or past every commit
- * the request made) becomes its caller's read position, on the primary, before the answer leaves.
- */
-export async function recordPosition(primary: Queryable, caller: string): Promise<void> {
-  await primary.query(
-    `insert into read_positions (caller, lsn) values ($1::text, pg_current_wal_lsn())
-     on conflict (caller) do update set lsn = greatest(read_positions.lsn, excluded.lsn), updated_at = now()`,
-    [caller],
-    { name: 'record_read_position' },
-  );
-}
-
-/** The caller's read position (0n when it changed nothing lately). */
-export async function positionOf(primary: Queryable, caller: string): Promise<bigint> {
-  const { rows } = await primary.query<{ lsn: string }>('select lsn::text as lsn from read_positions where caller = $1::text', [caller], { name: 'read_position' });
-  return rows[0] ? parseLsn(rows[0].lsn) : 0n;
 }

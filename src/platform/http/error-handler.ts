@@ -16,18 +16,23 @@ import { describeValidationError } from './validation.js';
 /** Fastify's maxParamLength (its default): a longer path parameter is 414. */
 export const MAX_PARAM_LENGTH = 100;
 
-function toAppError(err: FastifyError | Error, contentType: string | undefined): AppError {
+function toAppError(err: FastifyError | Error, request: FastifyRequest): AppError {
   if (err instanceof AppError) return err;
   if (err instanceof DbError) return fromDbError(err);
   const fe = err as FastifyError;
-  if (fe.validation) return errors.validation(describeValidationError(fe.validationContext ?? 'request', fe.validation));
+  if (fe.validation) {
+    // Fastify validates a body never sent (no Content-Type, or an empty JSON body: json-body.ts)
+    // as null, and "body must be object" would blame a value the caller did not send.
+    if (fe.validationContext === 'body' && request.body === undefined) return errors.bodyRequired();
+    return errors.validation(describeValidationError(fe.validationContext ?? 'request', fe.validation));
+  }
   switch (fe.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return errors.payloadTooLarge();
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return errors.unsupportedMediaType(contentType?.split(';')[0]?.trim() || 'none');
+      return errors.unsupportedMediaType(request.headers['content-type']?.split(';')[0]?.trim() || 'none');
+    // An empty JSON body never reaches Fastify's parser (json-body.ts): it is no body.
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return errors.validation('Body is not valid JSON');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return errors.badRequest('The body is not as long as its Content-Length says');
@@ -61,7 +66,7 @@ export function createErrorHandling(log: FastifyBaseLogger): ErrorHandling {
   const down = new Set<string>();
   return {
     handle(err, request, reply) {
-      const appError = toAppError(err, request.headers['content-type']);
+      const appError = toAppError(err, request);
       const context = { request_id: request.id, method: request.method, url: redactUrl(request.url) };
       const status = appError.statusCode;
       const environment = (request.environment as { name?: string } | null)?.name;

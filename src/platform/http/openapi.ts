@@ -1,9 +1,12 @@
 // The OpenAPI document is generated from the route schemas: /openapi.json, and an interactive
-// reference at /docs. Each operation's security follows the route's declared `config.auth`.
+// reference at /docs. Each operation's security follows the route's declared `config.auth`; its
+// operationId is declared beside the route (a generated client's method name: renaming one breaks
+// those clients, test/openapi-document.test.ts). `npm run lint:openapi` lints the document.
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyContextConfig, FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import { buildInfo, packageLicense } from '../build-info.js';
 import { ErrorBody } from './schemas.js';
 import { DOCS_CSP } from './security-headers.js';
 
@@ -17,6 +20,7 @@ const SECURITY = {
 export const openApiPlugin = fp(
   async (app: FastifyInstance, { serviceName }: { serviceName: string }) => {
     app.addSchema(ErrorBody);
+    const license = packageLicense();
     app.addHook('onRoute', (route) => {
       const config = route.config as FastifyContextConfig | undefined;
       const auth = config?.auth;
@@ -36,11 +40,15 @@ export const openApiPlugin = fp(
         openapi: '3.1.0',
         info: {
           title: `${serviceName} API`,
-          version: '1',
+          // The release, as GET /ready reports it; the licence as package.json states it.
+          version: buildInfo().version,
+          ...(license === undefined ? {} : { license: { name: license } }),
           description:
             'Case management for moderation organisations. Requests resolve to the production or demo ' +
             'environment by Host header. Errors: {success:false, error, code?}.',
         },
+        // The service's own origin, whichever host (and so environment) the document was read from.
+        servers: [{ url: '/' }],
         components: {
           securitySchemes: {
             apiKey: { type: 'apiKey', in: 'header', name: 'Authorization', description: 'The environment API key, the whole header, no Bearer prefix' },

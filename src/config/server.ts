@@ -1,0 +1,19 @@
+// The listener's variables: ports (PORT, METRICS_PORT), the proxies trusted for client addresses
+// (TRUST_PROXY) and the log level (LOG_LEVEL).
+import { parseList } from './values.js';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export function parsePort(raw: string): number {
+  const port = Number(raw);
+  if (!/^\d+$/.test(raw) || port > 65535) throw new Error('expected an integer from 0 to 65535');
+  return port;
+}
+
+export function parseTrustProxy(raw: string): boolean | string[] {
+  if (raw === 'true' || raw === 'false') return raw === 'true';
+  return parseList(raw, (v) => {
+    if (!/^[0-9a-fA-F.:/]+$/.test(v)) throw new Error('expected true, false, or a list of proxy addresses/CIDRs');
+    return v;
+  });
+}
