@@ -101,9 +101,11 @@ export async function eraseClosedCase(tx: Tx, key: Buffer, c: ClosedCase, days: 
   const counts = await eraseMutableRows(tx, found, subjects);
   const correlationId = randomUUID();
   const { rows } = await tx.query<{ id: string }>(
+    // closed_at from the row itself: its microseconds do not survive a round trip through JavaScript.
     `insert into case_erasures (report_id, report_life, closed_at, reference, counts, correlation_id)
-     values ($1::text, $2::bigint, $3::timestamptz, $4::text, '{}'::jsonb, $5::text) returning id::text`,
-    [c.reportId, c.life, c.closedAt, RETENTION_REFERENCE, correlationId],
+     select r.report_id, r.creation_order, r.updated_at, $2::text, '{}'::jsonb, $3::text from reports r where r.report_id = $1::text
+     returning id::text`,
+    [c.reportId, RETENTION_REFERENCE, correlationId],
   );
   const erasureId = `case-${rows[0]!.id}`;
   addSealedCounts(counts, await eraseSealed(tx, { id: erasureId, reference: RETENTION_REFERENCE }, sealedNaming(sealed, subjects), subjects));
