@@ -23,6 +23,7 @@ export const ADMIN_EVENT_TYPES = Object.keys({
   'admin.agent_updated': true,
   'admin.subject_exported': true,
   'admin.subject_erased': true,
+  'admin.case_erased': true,
 } satisfies Record<AdminAction, true>);
 
 export interface HealthReading {

@@ -10,10 +10,10 @@ import type { Tx } from '../../platform/db/types.js';
 import { errors } from '../../platform/errors.js';
 import type { Actor } from '../../platform/events.js';
 import { recordAdminChangeBy } from '../trail.js';
-import type { CatalogueEntry } from './catalogue.js';
+import { addSealedCounts, eraseMutableRows, punishmentInForce } from './erase-rows.js';
 import { eraseSealed } from './erase-sealed.js';
-import { findSubjectRows, type FoundRow } from './queries.js';
-import { erasedColumns, type Subject } from './scrub.js';
+import { findSubjectRows } from './queries.js';
+import type { Subject } from './scrub.js';
 
 export interface ErasureRequest {
   chatId: string;
@@ -34,45 +34,6 @@ export interface ErasureResult {
   correlation_id: string | null;
 }
 
-/** A punishment in force: Active or Appealed, and not past its expiry. */
-async function punishmentInForce(tx: Tx, chatId: string): Promise<string | undefined> {
-  const { rows } = await tx.query<{ punishment_id: string }>(
-    `select punishment_id from punishments where user_id = $1::text and status in ('Active', 'Appealed')
-       and (expires_at is null or expires_at > now()) order by created_at limit 1`,
-    [chatId],
-  );
-  return rows[0]?.punishment_id;
-}
-
-const columnCast = (entry: CatalogueEntry, column: string) => (entry.columns[column] === 'json' ? 'jsonb' : 'text');
-
-async function eraseRow(tx: Tx, entry: CatalogueEntry, row: Record<string, unknown>, subject: Subject): Promise<boolean> {
-  const keyValues = entry.key.map((k) => row[k]);
-  const where = entry.key.map((k, i) => `${k} = $${i + 1}`).join(' and ');
-  if (entry.erase === 'delete') {
-    const { rowCount } = await tx.query(`delete from ${entry.table} where ${where}`, keyValues);
-    return rowCount > 0;
-  }
-  const changes = Object.entries(erasedColumns(entry, row, subject));
-  if (changes.length === 0) return false;
-  const sets = changes.map(([column], i) => `${column} = $${entry.key.length + i + 1}::${columnCast(entry, column)}`);
-  const values = changes.map(([column, value]) => (columnCast(entry, column) === 'jsonb' ? JSON.stringify(value) : value));
-  const { rowCount } = await tx.query(`update ${entry.table} set ${sets.join(', ')} where ${where}`, [...keyValues, ...values]);
-  return rowCount > 0;
-}
-
-/** The rows of the mutable tables, once each (kinds that read one table overlap), in catalogue order. */
-function distinctRows(found: FoundRow[]): FoundRow[] {
-  const seen = new Set<string>();
-  return found.filter(({ entry, row }) => {
-    if (entry.erase === 'sealed') return false;
-    const id = JSON.stringify([entry.table, ...entry.key.map((k) => row[k])]);
-    if (seen.has(id)) return false;
-    seen.add(id);
-    return true;
-  });
-}
-
 /** Erases everything held about `chatId`; the pseudonym key is the environment's (subject-key.ts). */
 export async function eraseSubject(tx: Tx, key: Buffer, request: ErasureRequest): Promise<ErasureResult> {
   const { chatId } = request;
@@ -81,16 +42,12 @@ export async function eraseSubject(tx: Tx, key: Buffer, request: ErasureRequest)
   await tx.query('select pg_advisory_xact_lock(hashtextextended($1::text, 32))', [`subject:${alias}`]);
   const { rows: staff } = await tx.query('select 1 from agents where chat_id = $1::text', [chatId]);
   if (staff.length > 0) throw errors.conflict(`${chatId} is an agent: staff records are not erased by a subject erasure`, 'SUBJECT_IS_STAFF');
-  const inForce = await punishmentInForce(tx, chatId);
+  const inForce = await punishmentInForce(tx, [chatId]);
   if (inForce) throw errors.conflict(`Punishment ${inForce} against this person is still in force: revoke it or let it expire first`, 'PUNISHMENT_IN_FORCE');
 
   const { terms, found } = await findSubjectRows(tx, chatId, { lock: true });
   const subject: Subject = { chatId, pseudonym: alias, terms };
-  const counts: Record<string, number> = {};
-  const count = (table: string, n: number) => {
-    if (n > 0) counts[table] = (counts[table] ?? 0) + n;
-  };
-  for (const { entry, row } of distinctRows(found)) count(entry.table, (await eraseRow(tx, entry, row, subject)) ? 1 : 0);
+  const counts = await eraseMutableRows(tx, found, [subject]);
 
   // The operator's words are kept, but never the chat id they may quote: the record names the pseudonym.
   const reason = request.reason.split(chatId).join(alias);
@@ -105,9 +62,7 @@ export async function eraseSubject(tx: Tx, key: Buffer, request: ErasureRequest)
     [alias, reason, reference, request.actor.kind, request.actor.kind === 'agent' ? request.actor.chatId : null, request.correlationId],
   );
   const erasureId = rows[0]!.id;
-  const sealed = await eraseSealed(tx, { id: erasureId, reference }, sealedRows, subject);
-  count('events', sealed.events);
-  count('audit_log', sealed.audit_log);
+  addSealedCounts(counts, await eraseSealed(tx, { id: erasureId, reference }, sealedRows, [subject]));
   await tx.query('update subject_erasures set counts = $2::jsonb where id = $1::bigint', [erasureId, JSON.stringify(counts)]);
   await recordAdminChangeBy(tx, request.actor, request.correlationId, {
     action: 'admin.subject_erased',

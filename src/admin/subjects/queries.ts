@@ -4,7 +4,7 @@
 import { personalLeaves } from '../../platform/audit-chain/personal-fields.js';
 import type { Queryable } from '../../platform/db/types.js';
 import { CATALOGUE, type CatalogueEntry } from './catalogue.js';
-import { collectTerms, namesSubject } from './scrub.js';
+import { collectTerms, namesSubject, type Subject } from './scrub.js';
 
 export interface FoundRow {
   entry: CatalogueEntry;
@@ -48,25 +48,35 @@ export function bind(sql: string, params: readonly unknown[]): [string, unknown[
 }
 
 /**
- * Every row that names the person. With `lock`, the rows of the mutable tables are locked (for
- * update) in catalogue order, so an erasure works on rows nobody changes under it.
+ * The rows the given catalogue entries return for `params`: the mutable tables' rows in `found`
+ * (locked for update, in catalogue order, with `lock`, so an erasure works on rows nobody changes
+ * under it) and the sealed tables' candidates apart, for the caller to keep those naming someone.
  */
-export async function findSubjectRows(db: Queryable, chatId: string, { lock = false } = {}): Promise<SubjectRows> {
-  const ids = await findReportIds(db, chatId);
-  const params = [chatId, ids.live, ids.deleted, ids.all];
+export async function readEntries(db: Queryable, entries: readonly CatalogueEntry[], params: readonly unknown[], lock: boolean): Promise<{ found: FoundRow[]; sealed: FoundRow[] }> {
   const found: FoundRow[] = [];
   const sealed: FoundRow[] = [];
-  for (const entry of CATALOGUE) {
+  for (const entry of entries) {
     const locking = lock && entry.erase !== 'sealed' ? ' for update' : '';
     const { rows } = await db.query<Record<string, unknown>>(...bind(`${entry.sql}${locking}`, params));
     for (const row of rows) (entry.erase === 'sealed' ? sealed : found).push({ entry, row });
   }
-  const terms = collectTerms(chatId, found);
-  const subject = { chatId, terms };
-  for (const item of sealed) {
+  return { found, sealed };
+}
+
+/** The sealed rows with a personal leaf naming one of them (by chat id, name or words). */
+export function sealedNaming(sealed: readonly FoundRow[], subjects: readonly Pick<Subject, 'chatId' | 'terms'>[]): FoundRow[] {
+  return sealed.filter((item) => {
     const source = item.entry.table as 'events' | 'audit_log';
-    if (personalLeaves(source, item.row).some((leaf) => namesSubject(leaf.value, subject))) found.push(item);
-  }
+    return personalLeaves(source, item.row).some((leaf) => subjects.some((subject) => namesSubject(leaf.value, subject)));
+  });
+}
+
+/** Every row that names the person; with `lock`, the mutable tables' rows locked (readEntries). */
+export async function findSubjectRows(db: Queryable, chatId: string, { lock = false } = {}): Promise<SubjectRows> {
+  const ids = await findReportIds(db, chatId);
+  const { found, sealed } = await readEntries(db, CATALOGUE, [chatId, ids.live, ids.deleted, ids.all], lock);
+  const terms = collectTerms(chatId, found);
+  found.push(...sealedNaming(sealed, [{ chatId, terms }]));
   found.sort((a, b) => CATALOGUE.indexOf(a.entry) - CATALOGUE.indexOf(b.entry));
   return { chatId, terms, found };
 }
