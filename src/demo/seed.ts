@@ -135,6 +135,9 @@ export const RESET_TABLES: readonly { table: string; where?: string }[] = [
   { table: 'chat_profiles' },
   { table: 'reports' },
   { table: 'audit_log' },
+  // The records of erasures: of the demo's own fictional people, gone with them.
+  { table: 'subject_erasures' },
+  { table: 'case_erasures' },
   { table: 'health_incidents' },
   { table: 'training_notes' },
   { table: 'training_injections' },
