@@ -48,10 +48,14 @@ describe.skipIf(onPostgres)('scheduled backups on pglite', () => {
   it('writes each environment on the schedule, whole, keeps BACKUP_KEEP (1), and shows the last good one in health', async () => {
     // Two rounds: with BACKUP_KEEP=1 the second prunes the first.
     const written = new Set<string>();
-    const rounds = await until('two rounds of backups', async () => {
+    // A round's new file is in place a moment before its prune runs: the folder is read once
+    // each environment is down to BACKUP_KEEP again (never, if pruning failed: the wait fails).
+    const rounds = await until('two rounds of backups, each environment pruned to BACKUP_KEEP', async () => {
       const file = t.environments.get('demo')!.backup!.lastGoodFile;
       if (file) written.add(file);
-      return written.size >= 2 ? files() : undefined;
+      if (written.size < 2) return undefined;
+      const now = await files();
+      return ['production', 'demo'].every((env) => now.filter((n) => n.startsWith(`${env}-`)).length === 1) ? now : undefined;
     });
     for (const env of ['production', 'demo']) {
       const mine = rounds.filter((n) => n.startsWith(`${env}-`));
@@ -105,7 +109,7 @@ describe.skipIf(onPostgres)('scheduled backups on pglite', () => {
       expect(Date.parse(body.database.backup.last_good_at)).toBeGreaterThanOrEqual(lastGood.getTime());
     } finally {
       await rm(dir, { force: true });
-      await import('node:fs/promises').then((fs) => fs.mkdir(dir));
+      await import('node:fs/promises').then((fs) => fs.mkdir(dir, { recursive: true })); // a round may have made it already
     }
   });
 
