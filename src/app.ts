@@ -39,6 +39,7 @@ import { actionQueueRoutes } from './queue/routes.js';
 import { punishmentRoutes } from './punishments/routes.js';
 import { disciplineRoutes } from './discipline/routes.js';
 import { adminRoutes } from './admin/routes.js';
+import { RetentionScheduler } from './admin/retention/scheduler.js';
 import { gameRoutes } from './game/routes.js';
 import { trainingRoutes } from './training/routes.js';
 import { trainingSessionRoutes } from './training/session-routes.js';
@@ -70,11 +71,13 @@ export interface BuildAppOptions {
   metrics?: Metrics;
   /** The realtime hub's settings that are not configuration (the tests shorten its join timeout). */
   hub?: HubOptions;
+  /** How often the retention looks for closed cases to erase (RETENTION_DAYS); the tests shorten it. */
+  retentionIntervalMs?: number;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export async function buildApp({ config, environments, ownsEnvironments = true, logger, extraRoutes, broadcaster, readiness = new Readiness(environments), metrics = new Metrics(config.metricsPort !== undefined), hub: hubOptions }: BuildAppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, environments, ownsEnvironments = true, logger, extraRoutes, broadcaster, readiness = new Readiness(environments), metrics = new Metrics(config.metricsPort !== undefined), hub: hubOptions, retentionIntervalMs }: BuildAppOptions): Promise<FastifyInstance> {
   // Every request line goes through one serializer that keeps the OAuth callback's code and state out.
   const log = (logger ?? pino({ level: config.logLevel })).child({}, { serializers: { req: serializeRequest } });
   // Fastify's per-request logging (a child logger and response listeners on every request) is
@@ -182,6 +185,10 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
   const supabase = Object.keys(supabaseTargets).length > 0 ? new SupabaseBroadcaster(supabaseTargets, log, notify) : undefined;
   const broadcastStats = { failures: 0 };
   const realtimeStats = () => ({ ...hub.stats(), broadcast_failures: broadcastStats.failures + (supabase?.failures ?? 0) });
+  // Closed cases past RETENTION_DAYS erased on a schedule (src/admin/retention), production only.
+  const retention = new RetentionScheduler({ days: config.retentionDays, production: () => environments.get('production'), log, intervalMs: retentionIntervalMs });
+  app.addHook('onReady', async () => retention.start());
+  app.addHook('preClose', () => retention.stop());
   await app.register(websocket, {
     options: { maxPayload: MAX_FRAME_BYTES },
     // Shutdown sends every client a close frame (1001) instead of dropping the connection.
@@ -229,7 +236,7 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
     await api.register(actionQueueRoutes);
     await api.register(punishmentRoutes);
     await api.register(disciplineRoutes);
-    await api.register(adminRoutes, { config, realtime: realtimeStats });
+    await api.register(adminRoutes, { config, realtime: realtimeStats, retention });
     await api.register(gameRoutes, { game });
     await api.register(trainingRoutes);
     const training = { broadcaster: broadcaster ?? supabase ?? notify, log, stats: broadcastStats };

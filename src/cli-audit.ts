@@ -1,6 +1,7 @@
 // `npm run cli -- verify-audit --env <env> [--against <head hash>]` (issue 21): exit 0 with the
 // number of sealed rows and the head hash, or 1 naming the first row that does not match. Each run
-// is recorded for GET /admin/health (the audit section).
+// is recorded for GET /admin/health (the audit section). Rows whose personal fields were erased
+// (issue 32) verify, and are counted by the erasure's reference.
 import { pino } from 'pino';
 import { describeProblem, recordVerification, verifyChain } from './platform/audit-chain/verify.js';
 import { ENV_OPTION, parseEnvironment, parseOptions, UsageError } from './cli-options.js';
@@ -11,9 +12,9 @@ import type { Db } from './platform/db/types.js';
 import { defaultOpenDb } from './platform/environments.js';
 
 export const AUDIT_USAGE = `  verify-audit --env production|demo [--against <head hash>]
-      walk the audit hash chain: exit 0 with the rows sealed and the head hash, 1 naming the first
-      row that does not match; --against a checkpoint's head hash (from the log) proves the chain
-      still extends it`;
+      walk the audit hash chain: exit 0 with the rows sealed and the head hash (and the rows
+      erased, by reference), 1 naming the first row that does not match; --against a
+      checkpoint's head hash (from the log) proves the chain still extends it`;
 
 async function verifyAuditCommand(args: string[]): Promise<number> {
   const values = parseOptions(args, { ...ENV_OPTION, against: { type: 'string' } });
@@ -50,6 +51,7 @@ async function verifyOn(db: Db, env: EnvironmentName, against: string | undefine
     return 1;
   }
   console.log(`${env}: audit chain verifies: ${v.rows} rows, head ${v.head} (${took})`);
+  for (const e of v.erased) console.log(`${env}: ${e.rows} ${e.rows === 1 ? 'row' : 'rows'} erased under reference ${e.reference}`);
   if (v.checkpointAt !== null) console.log(`${env}: extends checkpoint ${against!.toLowerCase()} (at ${v.checkpointAt} rows)`);
   if (v.pending > 0) console.log(`${env}: ${v.pending} newer rows are not sealed yet (the running service seals them within seconds)`);
   return 0;

@@ -8,6 +8,7 @@ import { findAgent, insertAgent, updateAgent, type AgentRow } from './agents/que
 import { AUDIT_COMMANDS, AUDIT_USAGE } from './cli-audit.js';
 import { BACKUP_COMMANDS, BACKUP_USAGE } from './cli-backup.js';
 import { ENV_OPTION, parseEnvironment, parseOptions, UsageError } from './cli-options.js';
+import { SUBJECT_COMMANDS, SUBJECT_USAGE } from './cli-subjects.js';
 import { ENVIRONMENTS, loadConfig, type Config, type EnvironmentName } from './config.js';
 import { resetDemo, type SeedCounts } from './demo/seed.js';
 import { recordAudit } from './platform/audit.js';
@@ -29,7 +30,8 @@ Commands:
   import-scenarios <file> --env production|demo
       check a training scenario file whole, then create or update its scenarios by slug
 ${BACKUP_USAGE}
-${AUDIT_USAGE}`;
+${AUDIT_USAGE}
+${SUBJECT_USAGE}`;
 
 async function withDb<T>(config: Config, name: EnvironmentName, fn: (db: Db) => Promise<T>): Promise<T> {
   const db = await defaultOpenDb(config, pino({ level: 'warn' }))(config.environments[name]);
@@ -185,6 +187,7 @@ const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   'seed-demo': seedDemoCommand,
   ...BACKUP_COMMANDS,
   ...AUDIT_COMMANDS,
+  ...SUBJECT_COMMANDS,
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -7,7 +7,7 @@ import { parseEnv } from 'node:util';
 import { readBackup, type BackupConfig } from './config/backup.js';
 import { databaseProblems, parsePoolSize, parsePostgresUrl, parsePostgresUrls, parseReplicaLag } from './config/database.js';
 import { ENVIRONMENTS, parseHosts, type EnvironmentConfig, type EnvironmentName } from './config/environments.js';
-import { parseSealInterval, parseSeconds, parseWhole } from './config/limits.js';
+import { parseRetentionDays, parseSealInterval, parseSeconds, parseWhole } from './config/limits.js';
 import { reader, type Env } from './config/read.js';
 import { apiKeyProblems, parseApiKey, parseSecret } from './config/secrets.js';
 import { LOG_LEVELS, parsePort, parseTrustProxy } from './config/server.js';
@@ -65,6 +65,8 @@ export interface Config {
   realtimeMaxConnections: number;
   /** Requests per client address per minute on each sign-in route (past it: 429 RATE_LIMITED). */
   signinRateLimitPerMinute: number;
+  /** RETENTION_DAYS: closed cases older than this are erased (src/admin/retention); undefined: kept forever. */
+  retentionDays: number | undefined;
   /** Scheduled backups of the embedded environments (BACKUP_DIR); undefined when not set. */
   backup: BackupConfig | undefined;
 }
@@ -144,6 +146,7 @@ export function parseConfig(env: Env): Config {
     realtimeMaxConnectionsPerAddress: read('REALTIME_MAX_CONNECTIONS_PER_ADDRESS', 200, (v) => parseWhole(v, 1, 1_000_000)),
     realtimeMaxConnections: read('REALTIME_MAX_CONNECTIONS', 20_000, (v) => parseWhole(v, 1, 1_000_000)),
     signinRateLimitPerMinute: read('SIGNIN_RATE_LIMIT_PER_MINUTE', 30, (v) => parseWhole(v, 1, 1_000_000)),
+    retentionDays: read('RETENTION_DAYS', undefined, parseRetentionDays),
     backup: readBackup(env, read, problems),
   };
   // Node refuses a headers timeout longer than the request timeout (the headers are part of it).

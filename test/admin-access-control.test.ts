@@ -25,6 +25,8 @@ const ROUTES: Route[] = [
   { method: 'POST', url: '/admin/reports/R-1/correct', director: true, clearance: 5 },
   { method: 'GET', url: '/admin/schema', director: true, clearance: 5 },
   { method: 'POST', url: '/admin/schema/reload', director: true, clearance: 5 },
+  { method: 'GET', url: '/admin/subjects/300000000000000009', director: true, clearance: 1 },
+  { method: 'POST', url: '/admin/subjects/300000000000000009/erase', director: true, clearance: 1 },
 ];
 
 const refusal = (error: string, code: string) => ({ success: false, error, code });
@@ -47,7 +49,7 @@ describe('require_admin on every admin route', () => {
       .filter(([path]) => path.startsWith('/admin'))
       .flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`))
       .sort();
-    const expected = ROUTES.map((r) => `${r.method} ${r.url.replace(/\/\d+\//, '/{action_id}/').replace('/300000000000000009', '/{chat_id}').replace('/R-1/', '/{report_id}/')}`).sort();
+    const expected = ROUTES.map((r) => `${r.method} ${r.url.replace('/300000000000000009', '/{chat_id}').replace(/\/\d+\//, '/{action_id}/').replace('/R-1/', '/{report_id}/')}`).sort();
     expect(documented).toEqual(expected);
   });
 

@@ -4,7 +4,9 @@
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { chainHash, GENESIS_HASH, rowHash } from '../src/platform/audit-chain/hashes.js';
+import { rowHash2 } from '../src/platform/audit-chain/form2.js';
+import { chainHash, GENESIS_HASH } from '../src/platform/audit-chain/hashes.js';
+import { personalLeaves } from '../src/platform/audit-chain/personal-fields.js';
 import { candidatesSql, readHead, sealAvailable } from '../src/platform/audit-chain/seal.js';
 import { AuditSealer, STOP_DEADLINE_MS } from '../src/platform/audit-chain/sealer.js';
 import { pendingRows, verifyChain, type Verification } from '../src/platform/audit-chain/verify.js';
@@ -64,20 +66,34 @@ describe(`the audit hash chain on ${storeName}`, () => {
     expect(await sealAvailable(db)).toMatchObject({ sealed: 0 });
     expect(await count(db, '(select source, row_id from audit_chain group by 1, 2 having count(*) > 1) d')).toBe(0);
 
-    // The definition in src/platform/audit-chain/hashes.ts, recomputed here from the rows alone.
+    // The definition in src/platform/audit-chain/hashes.ts and form2.ts, recomputed here from the
+    // rows and their salts alone: form 2, each personal field (personal-fields.ts) replaced by
+    // {"commitment": SHA-256(salt || value)}.
     await db.transaction(async (tx) => {
       await tx.exec("set local timezone = 'UTC'");
-      const { rows } = await tx.query<{ position: number; source: 'events' | 'audit_log'; row_hash: string; chain_hash: string; row: Record<string, unknown>; tx: string; id: number }>(
-        `select c.position, c.source, encode(c.row_hash, 'hex') as row_hash, encode(c.chain_hash, 'hex') as chain_hash, r.row, r.tx, r.id
+      const { rows } = await tx.query<{ position: number; source: 'events' | 'audit_log'; form: number; row_hash: string; chain_hash: string; row: Record<string, unknown>; salts: Record<string, string> | null; tx: string; id: number }>(
+        `select c.position, c.source, c.form, encode(c.row_hash, 'hex') as row_hash, encode(c.chain_hash, 'hex') as chain_hash, r.row, s.salts, r.tx, r.id
            from audit_chain c
            join (select 'events' as source, id, sealing_tx::text as tx, to_jsonb(e) - 'search_text' - 'sealing_tx' as row from events e
                  union all select 'audit_log', id, sealing_tx::text, to_jsonb(a) - 'sealing_tx' from audit_log a) r on r.source = c.source and r.id = c.row_id
+           left join audit_seal_salts s on s.source = c.source and s.row_id = c.row_id
           order by c.position`,
       );
       let previous = GENESIS_HASH;
       for (const [i, r] of rows.entries()) {
         expect(r.position).toBe(i + 1);
-        const text = canonicalize({ source: r.source, row: r.row })!;
+        expect(r.form).toBe(2);
+        const salts = r.salts ?? {};
+        expect(Object.keys(salts).sort()).toEqual(personalLeaves(r.source, r.row).map((l) => l.pointer).sort());
+        const committed = structuredClone(r.row);
+        for (const [pointer, salt] of Object.entries(salts)) {
+          expect(salt).toMatch(/^[0-9a-f]{32}$/);
+          const path = pointer.slice(1).split('/');
+          const parent = path.slice(0, -1).reduce<Record<string, unknown>>((node, k) => node[k] as Record<string, unknown>, committed);
+          const value = parent[path.at(-1)!] as string;
+          parent[path.at(-1)!] = { commitment: createHash('sha256').update(Buffer.from(salt, 'hex')).update(value, 'utf8').digest('hex') };
+        }
+        const text = canonicalize({ source: r.source, form: 2, row: committed })!;
         expect(r.row_hash).toBe(createHash('sha256').update(text).digest('hex'));
         expect(r.row).not.toHaveProperty('sealing_tx');
         const pos = Buffer.alloc(8);
@@ -154,7 +170,7 @@ describe(`the audit hash chain on ${storeName}`, () => {
 describe(`verify-audit names what was tampered with through SQL, on ${storeName}`, () => {
   afterEach(async () => {
     // Each case starts from a chain of its own.
-    await db.exec("delete from audit_chain; delete from events; delete from audit_log; update audit_chain_state set audit_log_tx = '0', audit_log_id = 0, events_tx = '0', events_id = 0");
+    await db.exec("delete from audit_chain; delete from audit_seal_salts; delete from events; delete from audit_log; update audit_chain_state set audit_log_tx = '0', audit_log_id = 0, events_tx = '0', events_id = 0");
   });
 
   /** 20 events and 7 audit rows sealed; the chain's rows in order. */
@@ -266,12 +282,14 @@ describe(`verify-audit names what was tampered with through SQL, on ${storeName}
     const [table] = order[2]!.split('#') as ['events' | 'audit_log'];
     await db.query(`update ${table} set correlation_id = 'rewritten' where id = $1::bigint`, [id]);
     // The attacker recomputes the row's hash and its chain hash, but not every seal after it.
-    const { rows } = await db.query<{ row: unknown; prev: string }>(
+    const { rows } = await db.query<{ row: Record<string, unknown>; prev: string; salts: Record<string, string> | null }>(
       `select ${table === 'events' ? "to_jsonb(r) - 'search_text' - 'sealing_tx'" : "to_jsonb(r) - 'sealing_tx'"} as row,
-              (select encode(chain_hash, 'hex') from audit_chain where position = 2) as prev from ${table} r where id = $1::bigint`,
-      [id],
+              (select encode(chain_hash, 'hex') from audit_chain where position = 2) as prev,
+              (select salts from audit_seal_salts s where s.source = $2::text and s.row_id = r.id) as salts from ${table} r where id = $1::bigint`,
+      [id, table],
     );
-    const rh = rowHash(table, rows[0]!.row);
+    // Its seal is form 2: the salts are in the database, the forger can compute it.
+    const rh = rowHash2(table, rows[0]!.row, rows[0]!.salts ?? {}, {}).hash!;
     await db.query(`update audit_chain set row_hash = decode($1::text, 'hex'), chain_hash = decode($2::text, 'hex') where position = 3`, [rh, chainHash(rows[0]!.prev, 3, rh)]);
     expect((await verifyChain(db)).problem).toEqual({ kind: 'seal_altered', position: 4 });
   });

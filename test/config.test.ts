@@ -34,6 +34,7 @@ describe('parseConfig', () => {
       realtimeMaxConnectionsPerAddress: 200,
       realtimeMaxConnections: 20_000,
       signinRateLimitPerMinute: 30,
+      retentionDays: undefined,
     });
     expect(config.environments.production).toEqual({
       name: 'production',
@@ -90,8 +91,10 @@ describe('parseConfig', () => {
       REALTIME_MAX_CONNECTIONS_PER_ADDRESS: '50',
       REALTIME_MAX_CONNECTIONS: '5000',
       SIGNIN_RATE_LIMIT_PER_MINUTE: '10',
+      RETENTION_DAYS: '365',
     });
     expect(config.port).toBe(8080);
+    expect(config.retentionDays).toBe(365);
     expect(config.environments.production.hosts).toEqual(['api.example.org', 'cases.example.org']);
     expect(config.environments.production.databaseUrl).toBe('postgres://u:p@db:5432/prod');
     expect(config.environments.production.realtimeSigningSecret).toBe(secret);
@@ -145,6 +148,10 @@ describe('parseConfig', () => {
     [{ QUEUE_STALE_TIMEOUT_SECONDS: '-5' }, 'QUEUE_STALE_TIMEOUT_SECONDS: expected a number of seconds above 0'],
     [{ QUEUE_STALE_TIMEOUT_SECONDS: '10m' }, 'QUEUE_STALE_TIMEOUT_SECONDS: expected a number of seconds above 0'],
     [{ AUDIT_SEAL_INTERVAL_SECONDS: '5' }, 'AUDIT_SEAL_INTERVAL_SECONDS: expected a number of seconds from 0.1 to 4'],
+    [{ RETENTION_DAYS: '0' }, 'RETENTION_DAYS: expected a whole number from 1 to 36500'],
+    [{ RETENTION_DAYS: '30.5' }, 'RETENTION_DAYS: expected a whole number from 1 to 36500'],
+    [{ RETENTION_DAYS: '-7' }, 'RETENTION_DAYS: expected a whole number from 1 to 36500'],
+    [{ RETENTION_DAYS: 'a month' }, 'RETENTION_DAYS: expected a whole number from 1 to 36500'],
     [{ AUDIT_SEAL_INTERVAL_SECONDS: '0.05' }, 'AUDIT_SEAL_INTERVAL_SECONDS: expected a number of seconds from 0.1 to 4'],
     [{ DEMO_DATABASE_REPLICA_URLS: 'postgres://r:5432/demo' }, 'DEMO_DATABASE_REPLICA_URLS: set without DEMO_DATABASE_URL (replicas serve a PostgreSQL primary\'s reads)'],
     [{ PRODUCTION_DATABASE_URL: 'postgres://p:5432/db', PRODUCTION_DATABASE_REPLICA_URLS: 'replica:5432/db' }, 'PRODUCTION_DATABASE_REPLICA_URLS: expected a postgres:// connection URL'],

@@ -36,6 +36,8 @@ const LIVES: Record<string, { fate: 'removed' | 'pre-image' | 'follows' | 'trail
     rows: 'select d.item_id::text from discipline_deliveries d join punishments p on p.punishment_id = d.punishment_id where p.report_id = $1',
   },
   events: { fate: 'trail', rows: 'select id::text from events where report_id = $1' },
+  // The record of a retention erasure names its life (report_id, report_life): kept as written.
+  case_erasures: { fate: 'trail', rows: 'select id::text from case_erasures where report_id = $1' },
 };
 /** The report itself and its pre-image: the two ends of a life. */
 const ENDS = ['reports', 'deleted_reports'];
@@ -123,6 +125,13 @@ describe('a report id used again after deletion', () => {
     expect(issued.statusCode, issued.body).toBe(201);
     const punishmentId = issued.json().punishment.punishment_id as string;
 
+    // A retention erasure's record of this life, as src/admin/retention writes it (a report closed
+    // past RETENTION_DAYS; the schedule itself is tested in test/retention.test.ts).
+    await q(
+      `insert into case_erasures (report_id, report_life, closed_at, reference, counts, correlation_id)
+       select report_id, creation_order, updated_at, 'retention', '{}', 'report-lives' from reports where report_id = $1`,
+      [ID],
+    );
     const planted: Record<string, string[]> = {};
     for (const [table, { rows }] of Object.entries(LIVES)) {
       planted[table] = (await q(rows, [ID])).map((r) => Object.values(r)[0] as string);

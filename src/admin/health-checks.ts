@@ -4,6 +4,7 @@
 import type { HubStats } from '../realtime/hub.js';
 import { GENESIS_HASH } from '../platform/audit-chain/hashes.js';
 import type { BackupStatus } from '../platform/backup/scheduler.js';
+import type { RetentionHealth } from './retention/health.js';
 import type { ReplicaStatus } from '../platform/db/replicas.js';
 import type { StoreKind } from '../platform/db/types.js';
 import type { HealthReading } from './health-queries.js';
@@ -110,6 +111,7 @@ export interface HealthInputs {
   backup: BackupStatus | null;
   /** The environment's read replicas as this instance sees them (empty: none configured). */
   replicas: ReplicaStatus[];
+  retention: RetentionHealth;
 }
 
 /** The hub's counts and the broadcasts that failed to send. */
@@ -151,6 +153,7 @@ export function judgeSections(input: HealthInputs): HealthSections {
         interval_s: input.backup.intervalMs / 1000,
       },
       replicas: input.replicas,
+      retention: input.retention,
     },
   );
 

@@ -21,6 +21,9 @@ export const ADMIN_EVENT_TYPES = Object.keys({
   'admin.report_corrected': true,
   'admin.schema_reloaded': true,
   'admin.agent_updated': true,
+  'admin.subject_exported': true,
+  'admin.subject_erased': true,
+  'admin.case_erased': true,
 } satisfies Record<AdminAction, true>);
 
 export interface HealthReading {

@@ -3,6 +3,7 @@
 // (what each means and its thresholds: docs/operations.md, "Health").
 import { Type, type Static, type TProperties } from 'typebox';
 import { nullableTimestamp, stringEnum, timestamp } from '../platform/http/schemas.js';
+import { RetentionHealth } from './retention/health.js';
 
 export const HEALTH_STATUSES = ['ok', 'warn', 'error'] as const;
 export type HealthStatus = (typeof HEALTH_STATUSES)[number];
@@ -67,6 +68,7 @@ export const DatabaseSection = section('The environment database: reachable in t
     ),
     { description: 'The read replicas (<ENV>_DATABASE_REPLICA_URLS) as this instance sees them; empty when none are configured' },
   ),
+  retention: RetentionHealth,
 });
 
 const REALTIME_FIELDS = ['connections', 'channels', 'delivered', 'refused_joins', 'dropped_frames', 'slow_skips', 'broadcast_failures'] as const;

@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Config } from '../config.js';
+import type { Config, EnvironmentName } from '../config.js';
 import { loadMigrations } from '../platform/db/migrate.js';
 import type { Environment } from '../platform/environments.js';
 import { COMMON_ERRORS, errorResponses } from '../platform/http/schemas.js';
@@ -30,12 +30,15 @@ import {
 import { ADMIN_EVENT_TYPES, boundStatements, readHealth, recordHealth, type HealthIncident, type HealthReading } from './health-queries.js';
 import { HealthResult, type HealthSections } from './health-schemas.js';
 import { registerHealthMetrics } from './metrics.js';
+import { retentionHealth, type RetentionHealth } from './retention/health.js';
 
 export interface AdminHealthOptions {
   /** The service's config, for what is not per environment (chat-platform sign-in). */
   config?: Pick<Config, 'chatOAuth'>;
   /** This instance's realtime hub and broadcasts, as counted since it started. */
   realtime?: () => RealtimeStats;
+  /** The retention as it applies to an environment (src/admin/retention/health.ts). */
+  retention?: (env: EnvironmentName) => RetentionHealth;
 }
 
 const VERSION = (JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
@@ -64,6 +67,7 @@ interface HealthContext {
   oauthConfigured: boolean | null;
   migrationsExpected: number;
   realtime: RealtimeStats | null;
+  retention: RetentionHealth;
 }
 
 /** Measures, judges and records in one bounded transaction; falls back to recording an error alone. */
@@ -88,6 +92,7 @@ async function checkHealth(ctx: HealthContext): Promise<HealthResult> {
       version: VERSION,
       backup: env.backup,
       replicas: env.replicas?.status() ?? [],
+      retention: ctx.retention,
     });
   const record = (sections: HealthSections, readAt: string | null) => ({
     status: worstOf(Object.values(sections).map((s) => s.status)),
@@ -147,7 +152,7 @@ export const adminHealthRoutes: FastifyPluginAsyncTypebox<AdminHealthOptions> = 
   const shared = (env: Environment, correlationId: string): Promise<HealthResult> => {
     let running = inFlight.get(env);
     if (running === undefined) {
-      running = checkHealth({ env, correlationId, oauthConfigured, migrationsExpected, realtime: options.realtime?.() ?? null }).finally(() => inFlight.delete(env));
+      running = checkHealth({ env, correlationId, oauthConfigured, migrationsExpected, realtime: options.realtime?.() ?? null, retention: options.retention?.(env.name) ?? retentionHealth(undefined, false) }).finally(() => inFlight.delete(env));
       inFlight.set(env, running);
     }
     return running;

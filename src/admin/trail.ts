@@ -7,7 +7,7 @@ import { lockAgents, type LockedAgent } from '../agents/queries.js';
 import { recordAudit } from '../platform/audit.js';
 import { adminRefusal, sessionAgent, type AdminCapability } from '../platform/auth/guards.js';
 import type { Tx } from '../platform/db/types.js';
-import { recordEvent, type EventType } from '../platform/events.js';
+import { recordEvent, type Actor, type EventType } from '../platform/events.js';
 import { actorOf } from '../platform/http/request-context.js';
 
 export type AdminAction = Extract<EventType, `admin.${string}`>;
@@ -26,12 +26,19 @@ export interface AdminChange {
 
 /** Writes the admin audit row and its event; returns the correlation id the answer carries. */
 export async function recordAdminChange(tx: Tx, request: FastifyRequest, change: AdminChange): Promise<string> {
-  const actor = actorOf(request);
-  const correlationId = request.id;
+  await recordAdminChangeBy(tx, actorOf(request), request.id, change);
+  return request.id;
+}
+
+/**
+ * The same trail for a caller that is not a request: an operator's CLI command. Its audit row
+ * says `operator`; its event, whose actors are agents, the bot or the service, says `system`.
+ */
+export async function recordAdminChangeBy(tx: Tx, actor: Actor | { kind: 'operator' }, correlationId: string, change: AdminChange): Promise<void> {
   await recordAudit(tx, { actor, action: change.action, target: change.target, reason: change.reason, before: change.before, after: change.after, correlationId });
   await recordEvent(tx, {
     type: change.action,
-    actor,
+    actor: actor.kind === 'operator' ? { kind: 'system' } : actor,
     correlationId,
     reportId: change.reportId ?? null,
     before: change.before,
@@ -39,7 +46,6 @@ export async function recordAdminChange(tx: Tx, request: FastifyRequest, change:
     data: { reason: change.reason, target: change.target, ...(change.data === undefined ? {} : { details: change.data }) },
     isSupervisor: change.isSupervisor ?? false,
   });
-  return correlationId;
 }
 
 /**

@@ -1,5 +1,5 @@
 // Timeouts, intervals and caps: numbers bounded by what the service can honour (the *_SECONDS
-// variables, the realtime and sign-in caps, AUDIT_SEAL_INTERVAL_SECONDS).
+// variables, the realtime and sign-in caps, AUDIT_SEAL_INTERVAL_SECONDS, RETENTION_DAYS).
 
 export function parseWhole(raw: string, min: number, max: number): number {
   const value = Number(raw);
@@ -18,4 +18,9 @@ export function parseSealInterval(raw: string): number {
   const seconds = Number(raw);
   if (!/^\d+(\.\d+)?$/.test(raw) || seconds < 0.1 || seconds > 4) throw new Error('expected a number of seconds from 0.1 to 4');
   return seconds;
+}
+
+/** Whole days, at least one: a closed case younger than a day is still being talked about. At most a century. */
+export function parseRetentionDays(raw: string): number {
+  return parseWhole(raw, 1, 36_500);
 }

@@ -135,6 +135,9 @@ export const RESET_TABLES: readonly { table: string; where?: string }[] = [
   { table: 'chat_profiles' },
   { table: 'reports' },
   { table: 'audit_log' },
+  // The records of erasures: of the demo's own fictional people, gone with them.
+  { table: 'subject_erasures' },
+  { table: 'case_erasures' },
   { table: 'health_incidents' },
   { table: 'training_notes' },
   { table: 'training_injections' },
@@ -145,6 +148,7 @@ export const RESET_TABLES: readonly { table: string; where?: string }[] = [
   { table: 'events' },
   // The demo's audit chain starts again with the seeded rows (docs/decisions.md).
   { table: 'audit_chain' },
+  { table: 'audit_seal_salts' },
   { table: 'audit_verifications' },
   { table: 'admin_allowlist' },
   { table: 'agents', where: 'chat_id <> all($1::text[])' },

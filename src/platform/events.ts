@@ -33,6 +33,11 @@ export type EventType =
   | 'admin.schema_reloaded'
   /** Beyond the spec's table: PATCH /admin/agents (every admin mutation writes its event; docs/decisions.md). */
   | 'admin.agent_updated'
+  /** Beyond the spec's table: subject access and erasure (issue 32). */
+  | 'admin.subject_exported'
+  | 'admin.subject_erased'
+  /** Beyond the spec's table: a closed case's personal data erased for its age (RETENTION_DAYS, issue 32). */
+  | 'admin.case_erased'
   /** Beyond the spec's table: POST /agents/create, PATCH /agents/<id>/update (every state change writes its event). */
   | 'agent.created'
   | 'agent.updated'

@@ -64,6 +64,8 @@ export interface TestAppOptions {
   sealing?: boolean;
   /** The realtime hub's options (a shorter join timeout). */
   hub?: HubOptions;
+  /** How often the retention looks for closed cases (with RETENTION_DAYS in env). */
+  retentionIntervalMs?: number;
 }
 
 export async function createTestApp(options: TestAppOptions = {}): Promise<TestApp> {
@@ -85,7 +87,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
       return databases[env.name]!.db;
     },
   });
-  const app = await buildApp({ config, environments, ownsEnvironments: false, logger: options.logger ?? silentLog, extraRoutes: options.extend, broadcaster: options.broadcaster, metrics, hub: options.hub });
+  const app = await buildApp({ config, environments, ownsEnvironments: false, logger: options.logger ?? silentLog, extraRoutes: options.extend, broadcaster: options.broadcaster, metrics, hub: options.hub, retentionIntervalMs: options.retentionIntervalMs });
   await app.ready();
   return {
     app,

@@ -1,10 +1,14 @@
 // Sealing (issue 21): rows of events and audit_log whose transactions have all ended, appended to
-// the chain in the order (sealing_tx, table, id), in transactions of at most `limit` rows. One
+// the chain in the order (sealing_tx, table, id), in transactions of at most `limit` rows, in form
+// 2 (form2.ts: salted commitments of the personal fields, the salts in audit_seal_salts); then,
+// with what the limit leaves, rows sealed in form 1 are sealed again in form 2 (reseal.ts). One
 // sealer at a time per database (pg_try_advisory_xact_lock): an instance that finds the lock held
 // leaves the work to its holder, and a holder that dies releases it with its connection, its
 // batch rolled back whole. Nothing here is on a request's path.
 import type { Db, Queryable, Tx } from '../db/types.js';
-import { chainHash, compareKeys, GENESIS_HASH, ROW_JSON, rowHash, SEAL_LOCK_KEY, SEALED_TABLES, UTC, type ChainKey, type SealedTable } from './hashes.js';
+import { sealForm2, writeSalts, type Salts } from './form2.js';
+import { resealForm1 } from './reseal.js';
+import { chainHash, compareKeys, GENESIS_HASH, ROW_JSON, SEAL_LOCK_KEY, SEALED_TABLES, UTC, type ChainKey, type SealedTable } from './hashes.js';
 
 export const SEAL_BATCH_LIMIT = 2_000;
 
@@ -19,13 +23,15 @@ export interface BatchResult {
   /** False when another sealer holds the lock (nothing was done here). */
   locked: boolean;
   sealed: number;
+  /** Rows sealed in form 1 sealed again in form 2 (reseal.ts), with what the batch's limit left. */
+  resealed: number;
   /** The batch stopped at its limit: more rows may be waiting. */
   full: boolean;
   head: ChainHead;
 }
 
 interface Candidate extends ChainKey {
-  row: unknown;
+  row: Record<string, unknown>;
 }
 
 /** Where the sealer stands in each table: every row up to this (sealing_tx, id) is sealed. */
@@ -67,7 +73,7 @@ select r.sealing_tx::text as tx, r.id,
  order by r.sealing_tx, r.id limit $4::int`;
 
 function candidates(tx: Tx, source: SealedTable, after: { tx: string; id: number }, below: string, limit: number) {
-  return tx.query<{ tx: string; id: number; row: unknown }>(candidatesSql(source), [after.tx, after.id, below, limit]);
+  return tx.query<{ tx: string; id: number; row: Record<string, unknown> | null }>(candidatesSql(source), [after.tx, after.id, below, limit]);
 }
 
 /** One batch in one transaction: at most `limit` rows sealed, or nothing when the lock is held. */
@@ -81,7 +87,7 @@ export async function sealBatch(db: Db, limit = SEAL_BATCH_LIMIT): Promise<Batch
       [SEAL_LOCK_KEY],
     );
     const { locked, below } = start[0]!;
-    if (!locked) return { locked: false, sealed: 0, full: false, head: await readHead(tx) };
+    if (!locked) return { locked: false, sealed: 0, resealed: 0, full: false, head: await readHead(tx) };
     await tx.exec(UTC);
     const { head, cursors: read } = await readState(tx);
     const cursors = SEALED_TABLES.some((t) => BigInt(read[t].tx) >= BigInt(below)) ? await rebase(tx, below) : read;
@@ -98,7 +104,7 @@ export async function sealBatch(db: Db, limit = SEAL_BATCH_LIMIT): Promise<Batch
     }
     const taken = found.map(({ source, rows }) => ({ source, rows: rows.filter((r) => cut === undefined || compareKeys({ tx: r.tx, source, id: r.id }, cut) <= 0) }));
     const batch: Candidate[] = taken
-      .flatMap(({ source, rows }) => rows.filter((r) => r.row !== null).map((r) => ({ tx: r.tx, source, id: r.id, row: r.row })))
+      .flatMap(({ source, rows }) => rows.flatMap((r) => (r.row === null ? [] : [{ tx: r.tx, source, id: r.id, row: r.row }])))
       .sort(compareKeys);
 
     if (batch.length > 0) {
@@ -107,25 +113,28 @@ export async function sealBatch(db: Db, limit = SEAL_BATCH_LIMIT): Promise<Batch
       const ids: number[] = [];
       const rowHashes: string[] = [];
       const chainHashes: string[] = [];
+      const salted: { source: string; id: number; salts: Salts }[] = [];
       let previous = head.hash;
       let position = head.rows;
       for (const c of batch) {
         position++;
-        const rh = rowHash(c.source, c.row);
+        const { rh, salts } = sealForm2(c.source, c.row);
         previous = chainHash(previous, position, rh);
         positions.push(position);
         sources.push(c.source);
         ids.push(c.id);
         rowHashes.push(rh);
         chainHashes.push(previous);
+        if (Object.keys(salts).length > 0) salted.push({ source: c.source, id: c.id, salts });
       }
-      // The unique (source, row_id) makes a second seal of a row fail the batch, loudly.
+      // The unique (source, row_id, form) makes a second seal of a row fail the batch, loudly.
       await tx.query(
-        `insert into audit_chain (position, source, row_id, row_hash, chain_hash)
-         select p, s, i, decode(rh, 'hex'), decode(ch, 'hex')
+        `insert into audit_chain (position, source, row_id, row_hash, chain_hash, form)
+         select p, s, i, decode(rh, 'hex'), decode(ch, 'hex'), 2
            from unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[]) as t(p, s, i, rh, ch)`,
         [positions, sources, ids, rowHashes, chainHashes],
       );
+      await writeSalts(tx, salted);
       head.rows = position;
       head.hash = previous;
     }
@@ -134,7 +143,12 @@ export async function sealBatch(db: Db, limit = SEAL_BATCH_LIMIT): Promise<Batch
       for (const { source, rows } of moved) cursors[source] = { tx: rows.at(-1)!.tx, id: rows.at(-1)!.id };
       await writeCursors(tx, cursors);
     }
-    return { locked: true, sealed: batch.length, full: cut !== undefined, head };
+    // Form-1 rows with what the limit leaves, one batch per pass: `full` is about new rows only, so
+    // a large backlog after the upgrade goes at the sealer's pace, never holding a pass (or, on the
+    // embedded store, the one connection) for long.
+    const budget = limit - batch.length;
+    const resealed = budget > 0 ? (await resealForm1(tx, head, budget)).resealed : 0;
+    return { locked: true, sealed: batch.length, resealed, full: cut !== undefined, head };
   });
 }
 
@@ -161,9 +175,11 @@ async function rebase(tx: Tx, below: string): Promise<Cursors> {
 /** Batches until nothing is left that can be sealed now, or another sealer holds the lock. */
 export async function sealAvailable(db: Db, limit = SEAL_BATCH_LIMIT): Promise<BatchResult> {
   let total = 0;
+  let resealed = 0;
   for (;;) {
     const result = await sealBatch(db, limit);
     total += result.sealed;
-    if (!result.locked || !result.full) return { ...result, sealed: total };
+    resealed += result.resealed;
+    if (!result.locked || !result.full) return { ...result, sealed: total, resealed };
   }
 }

@@ -3,14 +3,22 @@
 // content, position or presence does not match is named; after the walk, a row the sealer
 // has passed that no seal covers is an insertion into the sealed past. A checkpoint passed as
 // `against` must be one of the chain's chain_hash values (the chain extends it).
+//
+// Seals come in two forms (issue 32). Form 1 hashes the row whole (hashes.ts). Form 2 hashes it
+// with its personal fields as salted commitments (form2.ts): a field erased since verifies by the
+// commitment its erasure kept, if its value is the erasure marker (or a pseudonym for a chat id);
+// anything else is an edit. A form-1 seal whose row no longer matches is accepted only when the
+// same row has a form-2 seal later in the chain (an erasure re-sealed it), which is checked in
+// its turn. The rows erased are reported by the references of their erasures.
 import { performance } from 'node:perf_hooks';
 import type { Db, Queryable } from '../db/types.js';
+import { rowHash2, type ErasedFields, type Salts } from './form2.js';
 import { chainHash, GENESIS_HASH, ROW_JSON, rowHash, SEALED_TABLES, UTC, type SealedTable } from './hashes.js';
 
 export const VERIFY_BATCH = 5_000;
 
 export type Problem =
-  | { kind: 'edited'; source: SealedTable; id: number; position: number }
+  | { kind: 'edited'; source: SealedTable; id: number; position: number; field?: string }
   | { kind: 'reordered'; source: SealedTable; id: number; position: number; sealedAt: number }
   | { kind: 'deleted'; source: SealedTable; id: number; position: number }
   | { kind: 'inserted'; source: SealedTable; id: number }
@@ -29,6 +37,8 @@ export interface Verification {
   pending: number;
   /** Where the checkpoint was found (its row count), when `against` was given and found. */
   checkpointAt: number | null;
+  /** Rows whose personal fields were erased, by the erasure's reference (in the seals checked). */
+  erased: Array<{ reference: string; rows: number }>;
   seconds: number;
 }
 
@@ -38,20 +48,29 @@ interface SealRow {
   row_id: number;
   row_hash: string;
   chain_hash: string;
-  row: unknown;
+  form: 1 | 2;
+  row: Record<string, unknown> | null;
+  salts: Salts | null;
+  erased_fields: ErasedFields | null;
+  /** Form 1: the position of the same row's form-2 seal later in the chain, if any. */
+  resealed_at: number | null;
 }
 
-const BATCH_SQL = `select c.position, c.source, c.row_id, encode(c.row_hash, 'hex') as row_hash, encode(c.chain_hash, 'hex') as chain_hash,
+const BATCH_SQL = `select c.position, c.source, c.row_id, encode(c.row_hash, 'hex') as row_hash, encode(c.chain_hash, 'hex') as chain_hash, c.form,
     case c.source
       when 'events' then (select ${ROW_JSON.events} from events r where r.id = c.row_id)
       else (select ${ROW_JSON.audit_log} from audit_log r where r.id = c.row_id)
-    end as row
-  from audit_chain c where c.position > $1::bigint order by c.position limit $2::int`;
+    end as row,
+    s.salts, s.erased as erased_fields,
+    case when c.form = 1 then (select c2.position from audit_chain c2
+      where c2.source = c.source and c2.row_id = c.row_id and c2.form = 2 and c2.position > c.position) end as resealed_at
+  from audit_chain c left join audit_seal_salts s on c.form = 2 and s.source = c.source and s.row_id = c.row_id
+  where c.position > $1::bigint order by c.position limit $2::int`;
 
 export function describeProblem(p: Problem): string {
   switch (p.kind) {
     case 'edited':
-      return `${p.source} row ${p.id} (position ${p.position}): its content does not match its seal (edited)`;
+      return `${p.source} row ${p.id} (position ${p.position}): its content does not match its seal (edited${p.field === undefined ? '' : `: ${p.field} is neither sealed nor erased`})`;
     case 'reordered':
       return `${p.source} row ${p.id} (position ${p.position}): holds the content sealed at position ${p.sealedAt} (reordered)`;
     case 'deleted':
@@ -79,7 +98,12 @@ export async function verifyChain(db: Db, options: { against?: string; batch?: n
     let position = 0;
     let checkpointAt: number | null = against === GENESIS_HASH ? 0 : null;
     let problem: Problem | null = null;
-    const done = (): Verification => ({ ok: problem === null, rows: position, head: previous, problem, pending: 0, checkpointAt, seconds: (performance.now() - started) / 1000 });
+    const erased = new Map<string, number>();
+    const done = (): Verification => ({
+      ok: problem === null, rows: position, head: previous, problem, pending: 0, checkpointAt,
+      erased: [...erased].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([reference, rows]) => ({ reference, rows })),
+      seconds: (performance.now() - started) / 1000,
+    });
 
     walk: for (;;) {
       const { rows } = await tx.query<SealRow>(BATCH_SQL, [position, batch]);
@@ -95,14 +119,8 @@ export async function verifyChain(db: Db, options: { against?: string; batch?: n
           problem = { kind: 'deleted', source: seal.source, id: seal.row_id, position: seal.position };
           break walk;
         }
-        const actual = rowHash(seal.source, seal.row);
-        if (actual !== seal.row_hash) {
-          const elsewhere = byHash.get(actual);
-          problem = elsewhere !== undefined
-            ? { kind: 'reordered', source: seal.source, id: seal.row_id, position: seal.position, sealedAt: elsewhere }
-            : { kind: 'edited', source: seal.source, id: seal.row_id, position: seal.position };
-          break walk;
-        }
+        problem = checkRow(seal, seal.row, byHash, erased);
+        if (problem !== null) break walk;
         const expected = chainHash(previous, seal.position, seal.row_hash);
         if (expected !== seal.chain_hash) {
           problem = { kind: 'seal_altered', position: seal.position };
@@ -126,6 +144,28 @@ export async function verifyChain(db: Db, options: { against?: string; batch?: n
     result.pending = await pendingRows(tx);
     return result;
   });
+}
+
+/**
+ * The row against its seal, by the seal's form; counts the references of a form-2 row's erased
+ * fields into `erased`. A form-1 row that no longer matches passes when an erasure re-sealed it
+ * in form 2 later in the chain: that seal is checked when the walk reaches it.
+ */
+function checkRow(seal: SealRow, row: Record<string, unknown>, byHash: Map<string, number>, erased: Map<string, number>): Problem | null {
+  const at = { source: seal.source, id: seal.row_id, position: seal.position };
+  let actual: string | null;
+  if (seal.form === 1) {
+    actual = rowHash(seal.source, row);
+    if (actual !== seal.row_hash && seal.resealed_at !== null) return null;
+  } else {
+    const f = rowHash2(seal.source, row, seal.salts ?? {}, seal.erased_fields ?? {});
+    if (f.unaccounted !== null) return { kind: 'edited', ...at, field: f.unaccounted };
+    actual = f.hash;
+    if (actual === seal.row_hash) for (const reference of f.references) erased.set(reference, (erased.get(reference) ?? 0) + 1);
+  }
+  if (actual === seal.row_hash) return null;
+  const elsewhere = actual === null ? undefined : byHash.get(actual);
+  return elsewhere !== undefined ? { kind: 'reordered', ...at, sealedAt: elsewhere } : { kind: 'edited', ...at };
 }
 
 /** A table's rows up to (or after) the sealer's cursor, aliased r, joined to the state s. */

@@ -4,7 +4,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Queryable } from '../db/types.js';
 
-export type KeyPurpose = 'oauth_state';
+/** oauth_state signs sign-in state cookies; subject_pseudonym keys the pseudonyms of erased chat ids (issue 32). */
+export type KeyPurpose = 'oauth_state' | 'subject_pseudonym';
 
 const cache = new WeakMap<Queryable, Map<KeyPurpose, Promise<Buffer>>>();
 

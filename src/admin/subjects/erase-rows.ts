@@ -1,0 +1,74 @@
+// What every erasure of issue 32 does to the rows it found, whoever asked: a subject erasure
+// (erase.ts) for one person everywhere, the retention (src/admin/retention) for the people of one
+// closed case in that case's rows. Each person's rules are scrub.ts's, applied one person after
+// the other to the same row, so one update per row carries them all.
+import type { Tx } from '../../platform/db/types.js';
+import type { CatalogueEntry } from './catalogue.js';
+import type { FoundRow } from './queries.js';
+import { erasedColumns, type Subject } from './scrub.js';
+
+/** A punishment in force against any of them (Active or Appealed, not past its expiry): its id. */
+export async function punishmentInForce(tx: Tx, chatIds: readonly string[]): Promise<string | undefined> {
+  const { rows } = await tx.query<{ punishment_id: string }>(
+    `select punishment_id from punishments where user_id = any($1::text[]) and status in ('Active', 'Appealed')
+       and (expires_at is null or expires_at > now()) order by created_at limit 1`,
+    [chatIds],
+  );
+  return rows[0]?.punishment_id;
+}
+
+const columnCast = (entry: CatalogueEntry, column: string) => (entry.columns[column] === 'json' ? 'jsonb' : 'text');
+
+/** The columns the erasure of every person changes, each person's rules applied to the row the one before left. */
+function changesFor(entry: CatalogueEntry, row: Record<string, unknown>, subjects: readonly Subject[]): Record<string, unknown> {
+  const changes: Record<string, unknown> = {};
+  let current = row;
+  for (const subject of subjects) {
+    const next = erasedColumns(entry, current, subject);
+    Object.assign(changes, next);
+    current = { ...current, ...next };
+  }
+  return changes;
+}
+
+async function eraseRow(tx: Tx, entry: CatalogueEntry, row: Record<string, unknown>, subjects: readonly Subject[]): Promise<boolean> {
+  const keyValues = entry.key.map((k) => row[k]);
+  const where = entry.key.map((k, i) => `${k} = $${i + 1}`).join(' and ');
+  if (entry.erase === 'delete') {
+    const { rowCount } = await tx.query(`delete from ${entry.table} where ${where}`, keyValues);
+    return rowCount > 0;
+  }
+  const changes = Object.entries(changesFor(entry, row, subjects));
+  if (changes.length === 0) return false;
+  const sets = changes.map(([column], i) => `${column} = $${entry.key.length + i + 1}::${columnCast(entry, column)}`);
+  const values = changes.map(([column, value]) => (columnCast(entry, column) === 'jsonb' ? JSON.stringify(value) : value));
+  const { rowCount } = await tx.query(`update ${entry.table} set ${sets.join(', ')} where ${where}`, [...keyValues, ...values]);
+  return rowCount > 0;
+}
+
+/** The rows of the mutable tables, once each (kinds that read one table overlap), in catalogue order. */
+function distinctRows(found: readonly FoundRow[]): FoundRow[] {
+  const seen = new Set<string>();
+  return found.filter(({ entry, row }) => {
+    if (entry.erase === 'sealed') return false;
+    const id = JSON.stringify([entry.table, ...entry.key.map((k) => row[k])]);
+    if (seen.has(id)) return false;
+    seen.add(id);
+    return true;
+  });
+}
+
+/** Erases the people's data from the found rows of the mutable tables; rows changed (or deleted) per table. */
+export async function eraseMutableRows(tx: Tx, found: readonly FoundRow[], subjects: readonly Subject[]): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for (const { entry, row } of distinctRows(found)) {
+    if (await eraseRow(tx, entry, row, subjects)) counts[entry.table] = (counts[entry.table] ?? 0) + 1;
+  }
+  return counts;
+}
+
+/** Adds the rows of the sealed tables to the counts, leaving out tables with none. */
+export function addSealedCounts(counts: Record<string, number>, sealed: { events: number; audit_log: number }): Record<string, number> {
+  for (const [table, n] of Object.entries(sealed)) if (n > 0) counts[table] = (counts[table] ?? 0) + n;
+  return counts;
+}

@@ -1,0 +1,74 @@
+// Erasure on request (issue 32; GDPR article 17), in the caller's one transaction: the person's
+// names and the words they wrote become the erasure marker, their chat id their pseudonym in every
+// row (the same one everywhere, so their cases stay linked), their chat profile is deleted; events
+// and admin audit rows through the audit chain's own primitive (erase-sealed.ts). What the
+// organisation decided stays: cases, statuses, punishments and their terms, who on staff did what.
+// Refused, with nothing written, while a punishment against them is in force (409
+// PUNISHMENT_IN_FORCE) or when they are staff (409 SUBJECT_IS_STAFF: docs/decisions.md).
+import { pseudonym } from '../../platform/audit-chain/personal-fields.js';
+import type { Tx } from '../../platform/db/types.js';
+import { errors } from '../../platform/errors.js';
+import type { Actor } from '../../platform/events.js';
+import { recordAdminChangeBy } from '../trail.js';
+import { addSealedCounts, eraseMutableRows, punishmentInForce } from './erase-rows.js';
+import { eraseSealed } from './erase-sealed.js';
+import { findSubjectRows } from './queries.js';
+import type { Subject } from './scrub.js';
+
+export interface ErasureRequest {
+  chatId: string;
+  reason: string;
+  reference: string;
+  actor: Extract<Actor, { kind: 'agent' }> | { kind: 'operator' };
+  correlationId: string;
+}
+
+export interface ErasureResult {
+  success: true;
+  /** The erasure's record (subject_erasures), null when nothing named the person any more. */
+  erasure_id: string | null;
+  pseudonym: string;
+  reference: string;
+  /** Rows changed (or, for chat profiles, deleted) per table; all zero for a second erasure. */
+  counts: Record<string, number>;
+  correlation_id: string | null;
+}
+
+/** Erases everything held about `chatId`; the pseudonym key is the environment's (subject-key.ts). */
+export async function eraseSubject(tx: Tx, key: Buffer, request: ErasureRequest): Promise<ErasureResult> {
+  const { chatId } = request;
+  const alias = pseudonym(key, chatId);
+  // One erasure of a person at a time: a second one waits, then finds nothing left to erase.
+  await tx.query('select pg_advisory_xact_lock(hashtextextended($1::text, 32))', [`subject:${alias}`]);
+  const { rows: staff } = await tx.query('select 1 from agents where chat_id = $1::text', [chatId]);
+  if (staff.length > 0) throw errors.conflict(`${chatId} is an agent: staff records are not erased by a subject erasure`, 'SUBJECT_IS_STAFF');
+  const inForce = await punishmentInForce(tx, [chatId]);
+  if (inForce) throw errors.conflict(`Punishment ${inForce} against this person is still in force: revoke it or let it expire first`, 'PUNISHMENT_IN_FORCE');
+
+  const { terms, found } = await findSubjectRows(tx, chatId, { lock: true });
+  const subject: Subject = { chatId, pseudonym: alias, terms };
+  const counts = await eraseMutableRows(tx, found, [subject]);
+
+  // The operator's words are kept, but never the chat id they may quote: the record names the pseudonym.
+  const reason = request.reason.split(chatId).join(alias);
+  const reference = request.reference.split(chatId).join(alias);
+  const sealedRows = found.filter(({ entry }) => entry.erase === 'sealed');
+  if (Object.keys(counts).length === 0 && sealedRows.length === 0) {
+    return { success: true, erasure_id: null, pseudonym: alias, reference, counts: {}, correlation_id: null };
+  }
+  const { rows } = await tx.query<{ id: string }>(
+    `insert into subject_erasures (pseudonym, reason, reference, actor_kind, actor_chat_id, counts, correlation_id)
+     values ($1::text, $2::text, $3::text, $4::text, $5::text, '{}'::jsonb, $6::text) returning id::text`,
+    [alias, reason, reference, request.actor.kind, request.actor.kind === 'agent' ? request.actor.chatId : null, request.correlationId],
+  );
+  const erasureId = rows[0]!.id;
+  addSealedCounts(counts, await eraseSealed(tx, { id: erasureId, reference }, sealedRows, [subject]));
+  await tx.query('update subject_erasures set counts = $2::jsonb where id = $1::bigint', [erasureId, JSON.stringify(counts)]);
+  await recordAdminChangeBy(tx, request.actor, request.correlationId, {
+    action: 'admin.subject_erased',
+    target: alias,
+    reason,
+    after: { erasure_id: erasureId, reference, counts },
+  });
+  return { success: true, erasure_id: erasureId, pseudonym: alias, reference, counts, correlation_id: request.correlationId };
+}

@@ -1,0 +1,129 @@
+// The erasure's rules for one row, without I/O (issue 32). The person is known by their chat id;
+// their names and the words they wrote are learned from the rows that are theirs (a name beside
+// their chat id, a report they filed, a message they sent), and are then looked for everywhere
+// the person's rows lead: a staff note quoting the reporter loses the quote, keeps the rest.
+import { ERASURE_MARKER } from '../../platform/audit-chain/personal-fields.js';
+import { ERASED_URL, type CatalogueEntry } from './catalogue.js';
+
+/** Shorter terms are replaced only where they are a whole value: "Al" inside "Also" is not a name. */
+const MIN_SUBSTRING = 3;
+
+export interface Subject {
+  chatId: string;
+  pseudonym: string;
+  /** Their names and words, longest first (a longer term containing a shorter one goes first). */
+  terms: string[];
+}
+
+/**
+ * Inside a jsonb value (pre-images, queue payloads): an object whose key names the person owns
+ * these sibling keys' values. `reporter` only in a report's shape (it has `reported` too): a
+ * queue payload names the reporter beside an agent's message to them.
+ */
+const JSON_OWNERSHIP: Readonly<Record<string, readonly string[]>> = {
+  reporter: ['reporter_name', 'reason', 'notes', 'evidence', 'evidence_url'],
+  reported: ['reported_name'],
+  user_id: ['username'],
+  chat_id: ['username', 'global_name', 'avatar', 'name'],
+  author_chat_id: ['author_name', 'note'],
+  sender_chat_id: ['sender_name', 'body'],
+  submitted_by: ['description', 'url', 'submitted_by_name'],
+  submitted_by_id: ['description', 'url', 'submitted_by_name'],
+  actor_chat_id: ['actor_name'],
+};
+/** In a report's pre-image whose reporter is the person, their relayed messages carry no sender id. */
+const REPORTER_MESSAGE_KEYS = ['body', 'sender_name'];
+
+type Json = unknown;
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+function ownedKeys(node: Record<string, unknown>, chatId: string, reporterIsSubject: boolean): Set<string> {
+  const owned = new Set<string>();
+  for (const [owner, keys] of Object.entries(JSON_OWNERSHIP)) {
+    if (node[owner] !== chatId) continue;
+    if (owner === 'reporter' && !('reported' in node)) continue;
+    for (const k of keys) owned.add(k);
+  }
+  if (reporterIsSubject && node.direction === 'from_reporter') for (const k of REPORTER_MESSAGE_KEYS) owned.add(k);
+  return owned;
+}
+
+/** Calls `found` with every string the person owns inside a jsonb value. */
+function ownedStrings(node: Json, chatId: string, found: (s: string) => void, reporterIsSubject = false): void {
+  if (Array.isArray(node)) {
+    for (const item of node) ownedStrings(item, chatId, found, reporterIsSubject);
+  } else if (isObject(node)) {
+    const inReport = reporterIsSubject || (node.reporter === chatId && 'reported' in node);
+    const owned = ownedKeys(node, chatId, inReport);
+    for (const [k, v] of Object.entries(node)) {
+      if (owned.has(k) && typeof v === 'string') found(v);
+      else ownedStrings(v, chatId, found, inReport);
+    }
+  }
+}
+
+const ownerOf = (row: Record<string, unknown>, role: { of: string }) => row[role.of];
+const isErased = (s: string) => s === ERASURE_MARKER || s === ERASED_URL;
+
+/** The person's names and words in their rows: the values the erasure turns into the marker. */
+export function collectTerms(chatId: string, rows: Iterable<{ entry: CatalogueEntry; row: Record<string, unknown> }>): string[] {
+  const terms = new Set<string>();
+  const add = (s: string) => {
+    if (s.trim() !== '' && !isErased(s)) terms.add(s);
+  };
+  for (const { entry, row } of rows) {
+    for (const [column, role] of Object.entries(entry.columns)) {
+      const value = row[column];
+      if (typeof role === 'object' && ownerOf(row, role) === chatId && typeof value === 'string') add(value);
+      if (role === 'json') ownedStrings(value, chatId, add);
+    }
+  }
+  return [...terms].sort((a, b) => b.length - a.length || a.localeCompare(b));
+}
+
+/** The person's chat id becomes the pseudonym, their names and words the marker; the rest stays. */
+export function scrubText(value: string, subject: Subject): string {
+  if (value === subject.chatId) return subject.pseudonym;
+  let out = value;
+  for (const term of subject.terms) {
+    if (out === term) return ERASURE_MARKER;
+    if (term.length >= MIN_SUBSTRING && out.includes(term)) out = out.split(term).join(ERASURE_MARKER);
+  }
+  return out.split(subject.chatId).join(subject.pseudonym);
+}
+
+/** A jsonb value with the same rules, and what the person owns in it (JSON_OWNERSHIP) marked whole. */
+export function scrubJson(node: Json, subject: Subject, reporterIsSubject = false): Json {
+  if (typeof node === 'string') return scrubText(node, subject);
+  if (Array.isArray(node)) return node.map((item) => scrubJson(item, subject, reporterIsSubject));
+  if (!isObject(node)) return node;
+  const inReport = reporterIsSubject || (node.reporter === subject.chatId && 'reported' in node);
+  const owned = ownedKeys(node, subject.chatId, inReport);
+  return Object.fromEntries(
+    Object.entries(node).map(([k, v]) => [k, owned.has(k) && typeof v === 'string' ? ERASURE_MARKER : scrubJson(v, subject, inReport)]),
+  );
+}
+
+/** The columns of a row whose value an erasure changes, with their new values. */
+export function erasedColumns(entry: CatalogueEntry, row: Record<string, unknown>, subject: Subject): Record<string, unknown> {
+  const changes: Record<string, unknown> = {};
+  for (const [column, role] of Object.entries(entry.columns)) {
+    const value = row[column];
+    if (value === null || value === undefined) continue;
+    let next: unknown;
+    if (role === 'json') next = scrubJson(value, subject);
+    else if (typeof value !== 'string') continue;
+    else if (role === 'chat') next = value === subject.chatId ? subject.pseudonym : value;
+    else if (typeof role === 'object' && ownerOf(row, role) === subject.chatId) next = role.erased ?? ERASURE_MARKER;
+    else next = scrubText(value, subject);
+    if (JSON.stringify(next) !== JSON.stringify(value)) changes[column] = next;
+  }
+  return changes;
+}
+
+/** Whether a sealed row's personal leaf names the person: their chat id, or one of their names or words. */
+export function namesSubject(value: string, subject: Pick<Subject, 'chatId' | 'terms'>): boolean {
+  if (value.includes(subject.chatId)) return true;
+  return subject.terms.some((t) => value === t || (t.length >= MIN_SUBSTRING && value.includes(t)));
+}

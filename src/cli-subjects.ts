@@ -1,0 +1,84 @@
+// `npm run cli -- subject-export --env <env> --chat-id <id> --out <file>` and `subject-erase --env
+// <env> --chat-id <id> --reason <r> --reference <ref>` (issue 32): what GET /admin/subjects/<id>
+// and POST /admin/subjects/<id>/erase do, for an operator, recorded as actor_kind 'operator'.
+import { randomUUID } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import { pino } from 'pino';
+import { eraseSubject } from './admin/subjects/erase.js';
+import { exportSubject } from './admin/subjects/export.js';
+import { subjectPseudonymKey } from './admin/subjects/subject-key.js';
+import { ENV_OPTION, parseEnvironment, parseOptions, UsageError } from './cli-options.js';
+import { loadConfig, type EnvironmentName } from './config.js';
+import { migrate } from './platform/db/migrate.js';
+import type { Db } from './platform/db/types.js';
+import { defaultOpenDb } from './platform/environments.js';
+import { AppError } from './platform/errors.js';
+
+export const SUBJECT_USAGE = `  subject-export --env production|demo --chat-id <id> --out <file>
+      write everything held about a chat id to <file> (the document GET /admin/subjects/<id> answers)
+  subject-erase --env production|demo --chat-id <id> --reason <why> --reference <ref>
+      erase a person's personal data everywhere, in one transaction; refused while a punishment
+      against them is in force`;
+
+const OPERATOR = { kind: 'operator' } as const;
+
+function chatIdOption(value: string | boolean | undefined): string {
+  if (typeof value !== 'string' || !/^[0-9]{1,20}$/.test(value)) throw new UsageError('--chat-id is required: 1 to 20 digits');
+  return value;
+}
+
+function textOption(name: string, value: string | boolean | undefined, max: number): string {
+  if (typeof value !== 'string' || value.trim() === '' || [...value].length > max) throw new UsageError(`--${name} is required: 1 to ${max} characters`);
+  return value;
+}
+
+async function withDb<T>(env: EnvironmentName, fn: (db: Db) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const db = await defaultOpenDb(config, pino({ level: 'warn' }))(config.environments[env]);
+  try {
+    await db.direct(migrate);
+    return await fn(db);
+  } finally {
+    await db.close();
+  }
+}
+
+async function subjectExportCommand(args: string[]): Promise<number> {
+  const values = parseOptions(args, { ...ENV_OPTION, 'chat-id': { type: 'string' }, out: { type: 'string' } });
+  const env = parseEnvironment(values.env);
+  const chatId = chatIdOption(values['chat-id']);
+  const out = textOption('out', values.out, 4096);
+  return withDb(env, async (db) => {
+    const doc = await db.transaction((tx) => exportSubject(tx, chatId, OPERATOR, randomUUID()));
+    await writeFile(out, `${JSON.stringify(doc, null, 2)}\n`, { mode: 0o600 });
+    console.log(`${env}: ${doc.total} rows about ${chatId} written to ${out} (audited as admin.subject_exported, ${doc.correlation_id})`);
+    return 0;
+  });
+}
+
+async function subjectEraseCommand(args: string[]): Promise<number> {
+  const values = parseOptions(args, { ...ENV_OPTION, 'chat-id': { type: 'string' }, reason: { type: 'string' }, reference: { type: 'string' } });
+  const env = parseEnvironment(values.env);
+  const chatId = chatIdOption(values['chat-id']);
+  const reason = textOption('reason', values.reason, 500);
+  const reference = textOption('reference', values.reference, 200);
+  return withDb(env, async (db) => {
+    const key = await subjectPseudonymKey(db);
+    try {
+      const result = await db.transaction((tx) => eraseSubject(tx, key, { chatId, reason, reference, actor: OPERATOR, correlationId: randomUUID() }));
+      const counts = Object.entries(result.counts).map(([table, n]) => `${n} ${table}`).join(', ');
+      if (result.erasure_id === null) console.log(`${env}: nothing names ${chatId} any more (pseudonym ${result.pseudonym}); nothing changed`);
+      else console.log(`${env}: erased ${chatId} as ${result.pseudonym} under reference ${result.reference}: ${counts} (erasure ${result.erasure_id})`);
+      return 0;
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err;
+      console.error(`subject-erase: ${err.message} (${err.code}); nothing was written`);
+      return 1;
+    }
+  });
+}
+
+export const SUBJECT_COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
+  'subject-export': subjectExportCommand,
+  'subject-erase': subjectEraseCommand,
+};
