@@ -10,7 +10,7 @@ import { scenarios } from './scenarios/index.js';
 import type { RunOptions, Scenario } from './types.js';
 
 const HELP = `usage: node dist/bench/run.js [options]   (or: npm run bench -- [options])
-  --only <a,b>         run only these scenarios (${scenarios.map((s) => s.name).join(', ')}; audit-sealing, visibility-cost, pooler-cost and soak run only when named)
+  --only <a,b>         run only these scenarios (${scenarios.map((s) => s.name).join(', ')}; audit-sealing, visibility-cost, pooler-cost, subject-privacy and soak run only when named)
   --duration <s>       measured seconds per side of a comparison (default 10)
   --connections <n>    concurrent connections (default 50)
   --warmup <s>         discarded warm-up seconds before each load run (default 2)

@@ -12,8 +12,9 @@ import { queueDrain } from './queue-drain.js';
 import { realtimeFanout, realtimeFanoutTenfold } from './realtime-fanout.js';
 import { authMe, generateCase, queuePoll, root } from './single-route.js';
 import { soakScenario } from './soak.js';
+import { subjectPrivacy } from './subject-privacy.js';
 import { trainingClassroom } from './training-classroom.js';
 import { visibilityCost } from './visibility-cost.js';
 
 /** Run order; a new scenario is one file in this folder (single routes against the bare hello-world: one entry in single-route.ts) plus one entry here. */
-export const scenarios: Scenario[] = [root, generateCase, authMe, metricsOverhead, embeddedStartup, reportCreate, reportsAtScale, queuePoll, queueDrain, adminHealth, gameLookup, trainingClassroom, realtimeFanout, realtimeFanoutTenfold, auditSealing, dataGrowth, visibilityCost, poolerCost, soakScenario];
+export const scenarios: Scenario[] = [root, generateCase, authMe, metricsOverhead, embeddedStartup, reportCreate, reportsAtScale, queuePoll, queueDrain, adminHealth, gameLookup, trainingClassroom, realtimeFanout, realtimeFanoutTenfold, auditSealing, dataGrowth, visibilityCost, poolerCost, subjectPrivacy, soakScenario];
