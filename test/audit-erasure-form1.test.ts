@@ -112,7 +112,7 @@ describe(`npm run cli -- verify-audit, on ${storeName}`, () => {
     const saved = db;
     try {
       const env = await withServiceDatabases({ DATA_DIR: dataDir, PRODUCTION_API_KEY: 'erasure-key-0123456789', DEMO_API_KEY: 'demo-erasure-key-0123456789' }, databases);
-      db = env.PRODUCTION_DATABASE_URL ? await openPostgres({ connectionString: env.PRODUCTION_DATABASE_URL, max: 2 }) : await openPglite({ dataDir: join(dataDir, 'production') });
+      db = env.PRODUCTION_DATABASE_URL ? await openPostgres({ connectionString: env.PRODUCTION_DATABASE_DIRECT_URL ?? env.PRODUCTION_DATABASE_URL, max: 2 }) /* migrations need PostgreSQL itself, not a pooler */ : await openPglite({ dataDir: join(dataDir, 'production') });
       try {
         await migrate(db);
         await plant(2);
