@@ -16,7 +16,7 @@ import { recordEvent } from '../src/platform/events.js';
 import { createTestApp, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
 import { chatId, signedIn } from './helpers/identity.js';
 import { freePort, startService, withServiceDatabases } from './helpers/service-process.js';
-import { createTestDatabase, onPostgres, storeName, type TestDatabase } from './helpers/stores.js';
+import { createTestDatabase, onPostgres, prepareDataDir, storeName, type TestDatabase } from './helpers/stores.js';
 
 const DIST = join(import.meta.dirname, '../dist/src');
 const KEY = 'audit-chain-key-0123456789';
@@ -49,7 +49,7 @@ async function openProduction(env: Record<string, string>): Promise<Db> {
 
 describe(`checkpoints and verify-audit on ${storeName}`, () => {
   it('logs the head at startup and shutdown; verify-audit agrees, proves it extends the startup checkpoint, and names an edited row', async () => {
-    const env = await withServiceDatabases({ DATA_DIR: join(dataDir, 'svc'), LOG_LEVEL: 'info', PRODUCTION_API_KEY: KEY, DEMO_API_KEY: `demo-${KEY}`, AUDIT_SEAL_INTERVAL_SECONDS: '0.5' }, databases);
+    const env = await withServiceDatabases({ DATA_DIR: await prepareDataDir(join(dataDir, 'svc')), LOG_LEVEL: 'info', PRODUCTION_API_KEY: KEY, DEMO_API_KEY: `demo-${KEY}`, AUDIT_SEAL_INTERVAL_SECONDS: '0.5' }, databases);
     const service = startService({ ...env, PORT: String(await freePort()) });
     await service.ready;
     const checkpoint = (when: string) =>
@@ -113,7 +113,7 @@ describe(`checkpoints and verify-audit on ${storeName}`, () => {
 describe(`a sealer killed mid-batch on ${storeName}`, () => {
   it('leaves no seal of its batch; the next sealer resumes and the chain verifies', async () => {
     let url: string | undefined;
-    const folder = join(dataDir, 'killed');
+    const folder = join(await prepareDataDir(dataDir, ['killed']), 'killed');
     const open = async () => (url ? openPostgres({ connectionString: url, max: 2 }) : openPglite({ dataDir: folder }));
     if (onPostgres) {
       const d = await createTestDatabase();

@@ -16,7 +16,7 @@ import { openPostgres } from '../src/platform/db/postgres.js';
 import type { Db } from '../src/platform/db/types.js';
 import { CLEAR_CHAIN, erasureFixture, PERSON } from './helpers/audit-erasure.js';
 import { withServiceDatabases } from './helpers/service-process.js';
-import { createTestDatabase, storeName, type TestDatabase } from './helpers/stores.js';
+import { createTestDatabase, prepareDataDir, storeName, type TestDatabase } from './helpers/stores.js';
 
 let d: TestDatabase;
 let db: Db;
@@ -107,7 +107,7 @@ describe(`rows sealed in form 1 (the release before), on ${storeName}`, () => {
 describe(`npm run cli -- verify-audit, on ${storeName}`, () => {
   // The built CLI (dist/src/cli.js: `npm run build` first), as operators run it.
   it('prints the rows erased under each reference', async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'cms-erasure-'));
+    const dataDir = await prepareDataDir(await mkdtemp(join(tmpdir(), 'cms-erasure-')));
     const databases: TestDatabase[] = [];
     const saved = db;
     try {

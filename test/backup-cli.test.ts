@@ -14,7 +14,7 @@ import { openPglite } from '../src/platform/db/pglite.js';
 import { openPostgres } from '../src/platform/db/postgres.js';
 import type { Db } from '../src/platform/db/types.js';
 import { createTestApp, PRODUCTION_KEY } from './helpers/app.js';
-import { adminQuery, createTestDatabase, databaseEnv, onPostgres } from './helpers/stores.js';
+import { adminQuery, createTestDatabase, databaseEnv, onPostgres, prepareDataDir } from './helpers/stores.js';
 import { everyTable } from './helpers/tables.js';
 
 const CLI = join(import.meta.dirname, '../dist/src/cli.js');
@@ -40,7 +40,7 @@ async function inFolder<T>(fn: (db: Db) => Promise<T>): Promise<T> {
 }
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), 'cms-backup-cli-'));
+  dataDir = await prepareDataDir(await mkdtemp(join(tmpdir(), 'cms-backup-cli-')), ['production']);
   // An embedded production environment full of the demo organisation's records.
   await inFolder(async (db) => {
     await migrate(db);

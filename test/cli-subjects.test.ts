@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate } from '../src/platform/db/migrate.js';
 import { openPglite } from '../src/platform/db/pglite.js';
 import type { Db } from '../src/platform/db/types.js';
-import { createTestDatabase, databaseEnv, onPostgres, storeName, type TestDatabase } from './helpers/stores.js';
+import { createTestDatabase, databaseEnv, onPostgres, prepareDataDir, storeName, type TestDatabase } from './helpers/stores.js';
 import { plantSubject, type Planted } from './helpers/subjects.js';
 
 const CLI = join(import.meta.dirname, '../dist/src/cli.js');
@@ -44,7 +44,7 @@ async function inspect<T>(fn: (db: Db) => Promise<T>): Promise<T> {
 }
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), 'cms-cli-subjects-'));
+  dataDir = await prepareDataDir(await mkdtemp(join(tmpdir(), 'cms-cli-subjects-')));
   if (onPostgres) pg = await createTestDatabase({ empty: true });
   planted = await inspect(async (db) => {
     await migrate(db);

@@ -1,6 +1,6 @@
 // The operator CLI as operators run it: the built dist/src/cli.js in a child process (`npm run
 // build` first), on the embedded store in one data folder, or on PostgreSQL when TEST_DATABASE_URL
-// is set. Each embedded cold start costs seconds, so the tests share one folder and run in order.
+// is set. The tests share one folder (migrated already: prepareDataDir) and run in order.
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,7 +10,7 @@ import type { EnvironmentName } from '../src/config.js';
 import { DEMO_ADMIN_HISTORY } from '../src/demo/seed-admin.js';
 import { openPglite } from '../src/platform/db/pglite.js';
 import type { Db } from '../src/platform/db/types.js';
-import { createTestDatabase, databaseEnv, onPostgres, storeName, type TestDatabase } from './helpers/stores.js';
+import { createTestDatabase, databaseEnv, onPostgres, prepareDataDir, storeName, type TestDatabase } from './helpers/stores.js';
 
 const CLI = join(import.meta.dirname, '../dist/src/cli.js');
 const ROOT_ID = '123456789012345678';
@@ -20,7 +20,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 let dataDir: string;
 const pg: Partial<Record<EnvironmentName, TestDatabase>> = {};
 beforeAll(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), 'cms-cli-'));
+  dataDir = await prepareDataDir(await mkdtemp(join(tmpdir(), 'cms-cli-')));
   if (onPostgres) [pg.production, pg.demo] = await Promise.all([createTestDatabase({ empty: true }), createTestDatabase({ empty: true })]);
 });
 afterAll(async () => {

@@ -3,10 +3,13 @@
 // /metrics; SIGTERM closes both and the process exits 0. The listening sockets are read from
 // /proc (this process's socket inodes against the kernel's table of listening TCP sockets).
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { answering, freePort, startService, type Service } from './helpers/service-process.js';
 import { parse, value } from './helpers/metrics.js';
-import { createTestDatabase, databaseEnv, onPostgres, type TestDatabase } from './helpers/stores.js';
+import { createTestDatabase, databaseEnv, onPostgres, prepareDataDir, type TestDatabase } from './helpers/stores.js';
 import { ConfigError, parseConfig } from '../src/config.js';
 
 const KEY = 'metrics-listener-production-key-000';
@@ -56,10 +59,11 @@ describe('METRICS_PORT in the configuration', () => {
 describe('the METRICS_PORT listener of the service process', () => {
   const databases: TestDatabase[] = [];
   const services: Service[] = [];
+  const dataDirs: string[] = [];
   let env: Record<string, string>;
 
   beforeAll(async () => {
-    env = { PRODUCTION_API_KEY: KEY, DEMO_API_KEY: `${KEY}-demo`, LOG_LEVEL: 'warn', DATA_DIR: ':memory:', HOST: '127.0.0.1' };
+    env = { PRODUCTION_API_KEY: KEY, DEMO_API_KEY: `${KEY}-demo`, LOG_LEVEL: 'warn', HOST: '127.0.0.1' };
     if (onPostgres) {
       const [production, demo] = [await createTestDatabase(), await createTestDatabase()];
       databases.push(production, demo);
@@ -71,10 +75,13 @@ describe('the METRICS_PORT listener of the service process', () => {
     for (const service of services) service.child.kill('SIGKILL');
     await Promise.all(services.map((s) => s.exited));
     for (const database of databases) await database.drop();
+    await Promise.all(dataDirs.map((dir) => rm(dir, { recursive: true, force: true })));
   });
 
   async function start(extra: Record<string, string>): Promise<Service> {
-    const service = startService({ ...env, PORT: String(await freePort()), ...extra });
+    const dataDir = await prepareDataDir(await mkdtemp(join(tmpdir(), 'cms-metrics-listener-')));
+    dataDirs.push(dataDir);
+    const service = startService({ ...env, DATA_DIR: dataDir, PORT: String(await freePort()), ...extra });
     services.push(service);
     await answering(service, 150_000);
     return service;

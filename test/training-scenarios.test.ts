@@ -9,7 +9,7 @@ import { DEMO_SCENARIOS } from '../src/demo/seed-scenarios.js';
 import { openPglite } from '../src/platform/db/pglite.js';
 import type { Db } from '../src/platform/db/types.js';
 import { checkScenarioFile } from '../src/training/scenario-file.js';
-import { createTestDatabase, databaseEnv, onPostgres, type TestDatabase } from './helpers/stores.js';
+import { createTestDatabase, databaseEnv, onPostgres, prepareDataDir, type TestDatabase } from './helpers/stores.js';
 
 const clone = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
 
@@ -70,7 +70,7 @@ describe('npm run cli -- import-scenarios', () => {
   let database: TestDatabase | undefined;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'cms-scenarios-'));
+    dir = await prepareDataDir(await mkdtemp(join(tmpdir(), 'cms-scenarios-')));
     if (onPostgres) database = await createTestDatabase({ empty: true });
   });
   afterAll(async () => {

@@ -2,7 +2,8 @@
 // run in global-setup), or, with TEST_DATABASE_URL, a fresh PostgreSQL database cloned from a
 // migrated template, dropped afterwards. Each test file gets its own, so files run in parallel.
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { cp, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { openPglite } from '../../src/platform/db/pglite.js';
@@ -25,7 +26,8 @@ export const PREPARED_STATEMENTS = parseConfig({ DATABASE_PREPARED_STATEMENTS: p
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    pgliteSnapshot: string;
+    /** PGlite's starting points, each as a tarball and as a data folder (global-setup.ts). */
+    pglite: Record<'migrated' | 'empty', { tarball: string; folder: string }>;
     pgTemplate: string;
   }
 }
@@ -62,7 +64,7 @@ export async function adminQuery(sql: string): Promise<void> {
   }
 }
 
-let snapshot: Promise<Blob> | undefined;
+const tarballs: Partial<Record<'migrated' | 'empty', Promise<Blob>>> = {};
 
 export interface TestDatabase {
   db: Db;
@@ -74,7 +76,7 @@ export interface TestDatabase {
 }
 
 export interface TestDatabaseOptions {
-  /** A database without migrations (PostgreSQL only). */
+  /** A database without migrations. */
   empty?: boolean;
   /** Named prepared statements on the pool; the run's DATABASE_PREPARED_STATEMENTS by default. */
   preparedStatements?: boolean;
@@ -82,11 +84,12 @@ export interface TestDatabaseOptions {
   max?: number;
 }
 
-/** A migrated database of its own; `empty: true` for one without migrations (PostgreSQL only). */
+/** A migrated database of its own; `empty: true` for one without migrations. */
 export async function createTestDatabase(options: TestDatabaseOptions = {}): Promise<TestDatabase> {
   if (!onPostgres) {
-    snapshot ??= readFile(inject('pgliteSnapshot')).then((bytes) => new Blob([bytes]));
-    const db = await openPglite(options.empty ? {} : { loadDataDir: await snapshot });
+    const kind = options.empty ? 'empty' : 'migrated';
+    tarballs[kind] ??= readFile(inject('pglite')[kind].tarball).then((bytes) => new Blob([bytes]));
+    const db = await openPglite({ loadDataDir: await tarballs[kind] });
     return { db, drop: () => db.close() };
   }
   const name = `cms_test_${randomBytes(6).toString('hex')}`;
@@ -108,4 +111,17 @@ export async function createTestDatabase(options: TestDatabaseOptions = {}): Pro
       await adminQuery(`drop database if exists ${name} with (force)`);
     },
   };
+}
+
+/**
+ * Fills a DATA_DIR for a service or CLI process: each of `folders` (the two environments' by
+ * default) is a copy of the run's migrated PGlite folder (global-setup.ts; `empty: true`: one
+ * initialised, not migrated), so an embedded process starts as on its second start instead of
+ * running initdb and every migration, seconds per environment. On PostgreSQL the service ignores
+ * them. Returns `dir`.
+ */
+export async function prepareDataDir(dir: string, folders: readonly string[] = ['production', 'demo'], { empty = false } = {}): Promise<string> {
+  const from = inject('pglite')[empty ? 'empty' : 'migrated'].folder;
+  await Promise.all(folders.map((folder) => cp(from, join(dir, folder), { recursive: true })));
+  return dir;
 }

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { endOfLifeMessage, nodePastEndOfLife } from '../../src/platform/node-support.js';
 import { freePort, startService, withServiceDatabases, type Service } from '../helpers/service-process.js';
-import { storeName, type TestDatabase } from '../helpers/stores.js';
+import { prepareDataDir, storeName, type TestDatabase } from '../helpers/stores.js';
 
 const KEY = 'lifecycle-production-key-000000';
 
@@ -24,7 +24,7 @@ describe(`the service process on ${storeName}`, () => {
   const databases: TestDatabase[] = [];
 
   beforeAll(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'cms-life-'));
+    dataDir = await prepareDataDir(await mkdtemp(join(tmpdir(), 'cms-life-')));
     const started = startService(await serviceEnv(dataDir, databases));
     await started.ready;
     service = started;
@@ -97,7 +97,7 @@ describe(`the service process on ${storeName}`, () => {
 
 describe('a shutdown past its grace period', () => {
   it('cuts the connections still open, says how many, and still exits 0', async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'cms-grace-'));
+    const dataDir = await prepareDataDir(await mkdtemp(join(tmpdir(), 'cms-grace-')));
     const databases: TestDatabase[] = [];
     const service = startService({ ...(await serviceEnv(dataDir, databases)), SHUTDOWN_GRACE_SECONDS: '1' });
     try {

@@ -12,7 +12,7 @@ import { openPglite } from '../../src/platform/db/pglite.js';
 import { openPostgres } from '../../src/platform/db/postgres.js';
 import { Environments } from '../../src/platform/environments.js';
 import { PRODUCTION_KEY, silentLog, testConfig } from '../helpers/app.js';
-import { createTestDatabase, databaseEnv, onPostgres, storeName } from '../helpers/stores.js';
+import { createTestDatabase, databaseEnv, onPostgres, prepareDataDir, storeName } from '../helpers/stores.js';
 
 const run = promisify(execFile);
 const CLI = join(import.meta.dirname, '../../dist/src/cli.js');
@@ -79,7 +79,7 @@ describe.runIf(onPostgres)('two instances booting on one fresh PostgreSQL databa
 
 describe('the embedded data folder is held by one process', () => {
   it('a second process opening it is refused with a clear error, and nothing is written', async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'cms-lock-'));
+    const dataDir = await prepareDataDir(await mkdtemp(join(tmpdir(), 'cms-lock-')), ['production'], { empty: true });
     cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
     const held = await openPglite({ dataDir: join(dataDir, 'production') });
     try {
@@ -101,7 +101,7 @@ describe('the embedded data folder is held by one process', () => {
   });
 
   it('a lock left by a process that died is taken over', async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'cms-lock-'));
+    const dataDir = await prepareDataDir(await mkdtemp(join(tmpdir(), 'cms-lock-')), ['production']);
     cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
     const { stdout } = await run(process.execPath, ['-e', 'console.log(process.pid)']);
     await writeFile(join(dataDir, 'production.lock'), stdout.trim()); // that pid has exited

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { freePort, startService, withServiceDatabases, type Service } from '../helpers/service-process.js';
-import { storeName, type TestDatabase } from '../helpers/stores.js';
+import { prepareDataDir, storeName, type TestDatabase } from '../helpers/stores.js';
 
 const KEY = 'readiness-production-key-000000';
 
@@ -40,7 +40,7 @@ describe(`GET /ready across a shutdown on ${storeName}`, () => {
   const databases: TestDatabase[] = [];
 
   beforeAll(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'cms-ready-'));
+    dataDir = await prepareDataDir(await mkdtemp(join(tmpdir(), 'cms-ready-')));
     service = startService(await withServiceDatabases({ DATA_DIR: dataDir, PORT: String(await freePort()), PRODUCTION_API_KEY: KEY, LOG_LEVEL: 'info' }, databases));
     await service.ready;
   }, 120_000);

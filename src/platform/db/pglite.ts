@@ -15,6 +15,8 @@ export interface PgliteOptions {
   loadDataDir?: Blob | undefined;
   /** The caller already holds the folder's lock (restore, which keeps it across open and swap). */
   lockHeld?: boolean;
+  /** initdb's options for a new cluster (the tests' snapshot: `--wal-segsize=1`, see test/helpers). */
+  initDbStartParams?: string[] | undefined;
 }
 
 /** A copy of the whole data folder as it was between two transactions (backups, src/backup). */
@@ -43,6 +45,7 @@ export async function openPglite(options: PgliteOptions = {}): Promise<PgliteDb>
     pg = await PGlite.create({
       ...(options.dataDir ? { dataDir: options.dataDir } : {}),
       ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
+      ...(options.initDbStartParams ? { initDbStartParams: options.initDbStartParams } : {}),
       extensions: { pg_trgm },
       parsers: TYPE_PARSERS,
       startParams: START_PARAMS,
