@@ -5,7 +5,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
 import { eventReportIds, visibleToSql } from '../platform/auth/report-access.js';
 import type { Queryable } from '../platform/db/types.js';
-import { readDb, type Principal } from '../platform/http/request-context.js';
+import type { Principal } from '../platform/auth/principal.js';
+import { readDb } from '../platform/http/request-context.js';
 import { COMMON_ERRORS, errorResponses, nullableString, stringEnum, timestamp, pageOffset } from '../platform/http/schemas.js';
 
 /** Spec Limits: GET /admin/audit answers at most 200 rows. */

@@ -3,7 +3,7 @@
 // trigram-indexed search_text column of migration 0005.
 import { anyReportFlaggedSql, eventReportIds, visibleToSql } from '../platform/auth/report-access.js';
 import type { Queryable } from '../platform/db/types.js';
-import type { Principal } from '../platform/http/request-context.js';
+import type { Principal } from '../platform/auth/principal.js';
 import type { EventRecord } from '../platform/events.js';
 import { AUDIT_TOTAL_CAP, type AuditSort } from './schemas.js';
 

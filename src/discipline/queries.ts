@@ -3,7 +3,7 @@
 // `for update skip locked`, after the shared stale sweep (queue/sweep.ts).
 import { maySeeReport, punishmentFlaggedSql } from '../platform/auth/report-access.js';
 import type { Queryable, Tx } from '../platform/db/types.js';
-import type { Principal } from '../platform/http/request-context.js';
+import type { Principal } from '../platform/auth/principal.js';
 import { punishmentJson, restrictedPunishment, type PunishmentRow, type RestrictedPunishment } from '../punishments/queries.js';
 
 export const DELIVERY_KINDS = ['issue', 'revoke', 'expire', 'user_lookup'] as const;

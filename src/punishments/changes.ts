@@ -3,7 +3,7 @@
 // punishment's row lock (lockPunishment).
 import { profileVisibleToSql } from '../platform/auth/report-access.js';
 import type { Queryable, Tx } from '../platform/db/types.js';
-import type { Principal } from '../platform/http/request-context.js';
+import type { Principal } from '../platform/auth/principal.js';
 import { punishmentColumns, type PunishmentFilter, type PunishmentRow, type StoredProfile } from './queries.js';
 
 export async function countPunishments(db: Queryable, filter: Omit<PunishmentFilter, 'limit' | 'offset'>): Promise<number> {

@@ -5,7 +5,7 @@
 import { randomInt } from 'node:crypto';
 import { maySeeReport, profileVisibleToSql, punishmentFlaggedSql } from '../platform/auth/report-access.js';
 import type { Queryable, Tx } from '../platform/db/types.js';
-import type { Principal } from '../platform/http/request-context.js';
+import type { Principal } from '../platform/auth/principal.js';
 
 export const PUNISHMENT_STATUSES = ['Active', 'Appealed', 'Expired', 'Revoked'] as const;
 export type PunishmentStatus = (typeof PUNISHMENT_STATUSES)[number];

@@ -3,7 +3,7 @@
 import { maySeeReport } from '../platform/auth/report-access.js';
 import type { Queryable, Tx } from '../platform/db/types.js';
 import { errors } from '../platform/errors.js';
-import type { Principal } from '../platform/http/request-context.js';
+import type { Principal } from '../platform/auth/principal.js';
 
 export const ACTION_KINDS = ['claim', 'investigate', 'validate', 'invalidate', 'contact_reporter', 'contact_message', 'contact_closed'] as const;
 export type ActionKind = (typeof ACTION_KINDS)[number];

@@ -19,6 +19,14 @@ export type SealedTable = (typeof SEALED_TABLES)[number];
 
 export const GENESIS_HASH = '0'.repeat(64);
 
+/** Where the chain ends. */
+export interface ChainHead {
+  /** Rows sealed: the last position. */
+  rows: number;
+  /** The last seal's chain_hash (the genesis hash when nothing is sealed yet). */
+  hash: string;
+}
+
 /** The row's content as sealed: one expression per table, aliased `r` in the FROM clause. */
 export const ROW_JSON: Record<SealedTable, string> = {
   audit_log: "to_jsonb(r) - 'sealing_tx'",

@@ -7,9 +7,8 @@
 // it. A row that does not match its form-1 seal is passed over (re-sealing it would launder the
 // edit): verify-audit names it. So is a row an erasure has already re-sealed.
 import type { Tx } from '../db/types.js';
-import { chainHash, ROW_JSON, rowHash, type SealedTable } from './hashes.js';
+import { chainHash, ROW_JSON, rowHash, type ChainHead, type SealedTable } from './hashes.js';
 import { sealForm2, writeSalts, type Salts } from './form2.js';
-import type { ChainHead } from './seal.js';
 
 /** Form-1 seals after the pass's position, with their rows and whether a form-2 seal exists. */
 const FORM1_SQL = `select c.position, c.source, c.row_id, encode(c.row_hash, 'hex') as row_hash,

@@ -8,16 +8,9 @@
 import type { Db, Queryable, Tx } from '../db/types.js';
 import { sealForm2, writeSalts, type Salts } from './form2.js';
 import { resealForm1 } from './reseal.js';
-import { chainHash, compareKeys, GENESIS_HASH, ROW_JSON, SEAL_LOCK_KEY, SEALED_TABLES, UTC, type ChainKey, type SealedTable } from './hashes.js';
+import { chainHash, compareKeys, GENESIS_HASH, ROW_JSON, SEAL_LOCK_KEY, SEALED_TABLES, UTC, type ChainHead, type ChainKey, type SealedTable } from './hashes.js';
 
 export const SEAL_BATCH_LIMIT = 2_000;
-
-export interface ChainHead {
-  /** Rows sealed: the last position. */
-  rows: number;
-  /** The last seal's chain_hash (the genesis hash when nothing is sealed yet). */
-  hash: string;
-}
 
 export interface BatchResult {
   /** False when another sealer holds the lock (nothing was done here). */

@@ -7,7 +7,8 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { EnvironmentName } from '../../config.js';
 import type { Db } from '../db/types.js';
 import { withinDeadline } from '../deadline.js';
-import { readHead, sealAvailable, type ChainHead } from './seal.js';
+import type { ChainHead } from './hashes.js';
+import { readHead, sealAvailable } from './seal.js';
 
 export const CHECKPOINT_EVERY_MS = 60 * 60 * 1000;
 export const STOP_DEADLINE_MS = 5_000;

@@ -22,7 +22,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Queryable } from '../db/types.js';
 import { errors } from '../errors.js';
-import type { Principal } from '../http/request-context.js';
+import type { Principal } from './principal.js';
 import { hasPermission, hasRank, isSupervisorRank, type Rank } from './permissions.js';
 
 export type ReportWork = 'read' | 'update' | 'reassign' | 'act' | 'claim' | 'note' | 'evidence' | 'timeline' | 'contact' | 'delete';

@@ -2,7 +2,7 @@
 // environment (from the Host header, fail closed) and credentials (what the route declares).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { AgentRow } from '../auth/agent-row.js';
+import type { Principal } from '../auth/principal.js';
 import { adminRefusal, type AdminCapability } from '../auth/guards.js';
 import { hasPermission, hasRank, isTrainer, type Permission, type Rank } from '../auth/permissions.js';
 import { assertMayUpdateReport, assertMayWorkOnReport, findReportAccessFacts, type ReportWork } from '../auth/report-access.js';
@@ -18,7 +18,6 @@ export const BODY_LIMIT = 1024 * 1024;
 /** What a route accepts: the bot's API key, a browser session, either, or no credential. */
 export type AuthMode = 'key' | 'session' | 'either' | 'none';
 
-export type Principal = { kind: 'key' } | { kind: 'session'; agent: AgentRow; allowlisted: boolean; token: string };
 
 declare module 'fastify' {
   interface FastifyContextConfig {
