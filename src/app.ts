@@ -22,6 +22,7 @@ import { buildInfo } from './platform/build-info.js';
 import { openApiPlugin } from './platform/http/openapi.js';
 import { BODY_LIMIT, refuseDuplicateHost, refuseOversizedBody, requestContextPlugin } from './platform/http/request-context.js';
 import { validatorCompiler } from './platform/http/validation.js';
+import { buildSerializer } from './platform/http/serialization.js';
 import { utilitiesRoutes } from './utilities/routes.js';
 import { oauthRoutes } from './auth/oauth-routes.js';
 import { localSignInRoutes } from './auth/local-routes.js';
@@ -99,6 +100,7 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
     // Fastify's own 503 while closing has its own body; the hook below answers in the envelope.
     return503OnClosing: false,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    schemaController: { compilersFactory: { buildSerializer } },
     // Errors the router raises before any route (bad percent-encoding, an over-long parameter) and
     // those Node's parser raises on the socket (431, 408) are answered in the envelope too.
     frameworkErrors: (err, request, reply) => errorHandling.handle(err, request, reply),
