@@ -1,17 +1,24 @@
 import { defineConfig } from 'vitest/config';
 
+/** What `npm test` and `npm run test:slow` (vitest.slow.config.ts) share. */
+export const shared = {
+  globalSetup: ['test/helpers/global-setup.ts'],
+  pool: 'forks' as const,
+  // One module graph per worker, not per file: importing the app (Fastify, its schemas, PGlite)
+  // cost 2 to 3 s per file, 40% of the suite. Files share no state beyond what they import: each
+  // builds its own app on databases of its own (test/helpers/app.ts).
+  isolate: false,
+  // PGlite instances are memory-hungry and CPU-bound: two workers fit this 2-core machine.
+  maxWorkers: 2,
+  testTimeout: 30_000,
+  hookTimeout: 60_000,
+};
+
+// `npm test`: every test but the slow ones of test/slow, which run once in CI (npm run test:slow).
 export default defineConfig({
   test: {
+    ...shared,
     include: ['test/**/*.test.ts'],
-    globalSetup: ['test/helpers/global-setup.ts'],
-    pool: 'forks',
-    // One module graph per worker, not per file: importing the app (Fastify, its schemas, PGlite)
-    // cost 2 to 3 s per file, 40% of the suite. Files share no state beyond what they import: each
-    // builds its own app on databases of its own (test/helpers/app.ts).
-    isolate: false,
-    // PGlite instances are memory-hungry and CPU-bound: two workers fit this 2-core machine.
-    maxWorkers: 2,
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    exclude: ['test/slow/**'],
   },
 });

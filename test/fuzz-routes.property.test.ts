@@ -5,16 +5,18 @@
 // refused request writes nothing (the row count of every table is unchanged), and a 2xx JSON answer
 // carries success: true (spec General conventions 1), as every 2xx response schema declares it.
 // On failure vitest prints fast-check's seed and the shrunk request; FUZZ_SEED replays a seed.
+// `npm test` sends a few requests per operation; the slow step (TEST_RUNS=long) many more.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { player, startRelay, type StandInRelay } from '../bench/lib/game-relay.js';
 import { createTestApp, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
 import { admin } from './helpers/admin.js';
 import type { Person } from './helpers/identity.js';
+import { runs, seedOf } from './helpers/runs.js';
 
-const SEED = process.env.FUZZ_SEED === undefined ? 20261123 : Number(process.env.FUZZ_SEED);
-/** Generated requests per operation: enough to reach each kind of bad input, bounded in time. */
-const RUNS = 12;
+const SEED = seedOf('FUZZ_SEED', 20261123);
+/** Generated requests per operation: a few in every run, enough to reach each kind of bad input in long ones. */
+const RUNS = runs(4, 60);
 
 interface Operation {
   method: string;

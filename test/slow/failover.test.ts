@@ -14,14 +14,14 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { seedActions } from '../bench/lib/queue-seed.js';
-import { openPostgres } from '../src/platform/db/postgres.js';
-import { createTestApp, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
-import { ctl, multiHostUrl, pairAnswers, pollReady, port, PORTS, primaryIndex, Recorder, repairPair, seedTrainer, setReadOnly, sql, urlAt } from './helpers/failover.js';
-import { chatId } from './helpers/identity.js';
-import { connect, SECRETS, subscribe } from './helpers/realtime.js';
-import { answering, freePort, startService, type Service } from './helpers/service-process.js';
-import { onPostgres } from './helpers/stores.js';
+import { seedActions } from '../../bench/lib/queue-seed.js';
+import { openPostgres } from '../../src/platform/db/postgres.js';
+import { createTestApp, PRODUCTION_KEY, type TestApp } from '../helpers/app.js';
+import { ctl, multiHostUrl, pairAnswers, pollReady, port, PORTS, primaryIndex, Recorder, repairPair, seedTrainer, setReadOnly, sql, urlAt } from '../helpers/failover.js';
+import { chatId } from '../helpers/identity.js';
+import { connect, SECRETS, subscribe } from '../helpers/realtime.js';
+import { answering, freePort, startService, type Service } from '../helpers/service-process.js';
+import { onPostgres } from '../helpers/stores.js';
 
 const available = onPostgres && (await pairAnswers());
 if (onPostgres && !available && process.env.FAILOVER_TESTS_REQUIRED === '1') {
@@ -232,7 +232,7 @@ describe.runIf(available)('failover to the synchronous standby under load', () =
     expect(okCompletions.filter((id, i) => okCompletions.indexOf(id) !== i)).toEqual([]);
 
     // The chain verifies on the new primary, and sealing goes on there.
-    const verify = await run(process.execPath, [join(import.meta.dirname, '../dist/src/cli.js'), 'verify-audit', '--env', 'production'], { env: { PATH: process.env.PATH ?? '', ...env } });
+    const verify = await run(process.execPath, [join(import.meta.dirname, '../../dist/src/cli.js'), 'verify-audit', '--env', 'production'], { env: { PATH: process.env.PATH ?? '', ...env } });
     expect(verify.stdout).toMatch(/^production: audit chain verifies: \d+ rows/);
     await vi.waitFor(async () => {
       const [c] = await sql(newPrimary, 'select (select count(*) from audit_chain)::int as sealed, ((select count(*) from events) + (select count(*) from audit_log))::int as rows');

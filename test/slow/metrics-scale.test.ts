@@ -4,9 +4,9 @@
 // however large the tables grow. Proved with EXPLAIN (ANALYZE, BUFFERS), not a timer: the machine
 // is shared. PostgreSQL only: the planner and its buffer counts are the server's.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { METRICS_READ_SQL } from '../src/admin/metrics.js';
-import { HEALTH_COUNT_CAP } from '../src/admin/health-checks.js';
-import { createTestDatabase, onPostgres, type TestDatabase } from './helpers/stores.js';
+import { METRICS_READ_SQL } from '../../src/admin/metrics.js';
+import { HEALTH_COUNT_CAP } from '../../src/admin/health-checks.js';
+import { createTestDatabase, onPostgres, type TestDatabase } from '../helpers/stores.js';
 
 interface PlanNode {
   'Node Type': string;
