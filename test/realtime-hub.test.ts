@@ -49,11 +49,12 @@ const joinFrame = (ref: string, topic: string, accessToken: string | undefined, 
   { config: { broadcast: { ack: false, self: false }, presence: { key: '', enabled: false }, postgres_changes: [], private: true, ...config }, access_token: accessToken },
 ];
 
+// A reply comes within milliseconds: looked for every 5 ms (50 by default).
 const replyTo = (raw: Raw, ref: string) => vi.waitFor(() => {
   const found = raw.frames.find((f) => f[1] === ref && f[3] === 'phx_reply');
   expect(found).toBeDefined();
   return found![4] as { status: string; response: Record<string, unknown> };
-});
+}, { interval: 5 });
 
 describe('the realtime hub, frame by frame', () => {
   let t: TestApp;
