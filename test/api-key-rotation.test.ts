@@ -37,12 +37,65 @@ function comparable(report: Row): Row {
   };
 }
 
-describe('while PRODUCTION_API_KEY_PREVIOUS and DEMO_API_KEY_PREVIOUS are set', () => {
-  let t: TestApp;
-  beforeAll(async () => {
-    t = await createTestApp({ env: ROTATING });
+// One app with both previous keys set for the next two blocks: the uses first, counted and logged
+// from none, then the keys' answers.
+let t: TestApp;
+const log = capturedLog();
+beforeAll(async () => {
+  t = await createTestApp({ env: ROTATING, environmentLogger: log.logger });
+});
+afterAll(() => t.close());
+
+describe('uses of the previous key', () => {
+  afterEach(() => {
+    vi.useRealTimers();
   });
-  afterAll(() => t.close());
+
+  const call = (authorization: string, host = 'localhost') => t.app.inject({ url: '/generate/case', headers: { host, authorization } });
+  const warnings = () => log.lines.filter((l) => l.level === 40);
+  const line = (env: 'production' | 'demo', count: number, total: number) => ({
+    level: 40,
+    environment: env,
+    count,
+    total,
+    msg: `request authenticated with ${env.toUpperCase()}_API_KEY_PREVIOUS; unset it once the bot uses the new key`,
+  });
+
+  it('are counted, and logged at most once a minute per environment with the count since the last line', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const start = Date.parse('2026-05-01T12:00:00Z');
+    vi.setSystemTime(start);
+
+    expect((await call(PRODUCTION_PREVIOUS)).statusCode).toBe(200);
+    expect(warnings()).toEqual([expect.objectContaining(line('production', 1, 1))]);
+
+    vi.setSystemTime(start + 30_000);
+    for (let i = 0; i < 3; i++) expect((await call(PRODUCTION_PREVIOUS)).statusCode).toBe(200);
+    // Neither the current key nor a wrong one is counted.
+    expect((await call(PRODUCTION_KEY)).statusCode).toBe(200);
+    expect((await call('not-a-key-at-all-0000')).statusCode).toBe(401);
+    expect(warnings()).toHaveLength(1);
+    // Each environment has its own minute.
+    expect((await call(DEMO_PREVIOUS, DEMO_HOST)).statusCode).toBe(200);
+    expect(warnings()).toEqual([expect.objectContaining(line('production', 1, 1)), expect.objectContaining(line('demo', 1, 1))]);
+
+    vi.setSystemTime(start + PREVIOUS_KEY_LOG_INTERVAL_MS - 1);
+    expect((await call(PRODUCTION_PREVIOUS)).statusCode).toBe(200);
+    expect(warnings()).toHaveLength(2);
+
+    vi.setSystemTime(start + PREVIOUS_KEY_LOG_INTERVAL_MS);
+    expect((await call(PRODUCTION_PREVIOUS)).statusCode).toBe(200);
+    expect(warnings()).toHaveLength(3);
+    expect(warnings()[2]).toEqual(expect.objectContaining(line('production', 5, 6)));
+
+    expect(t.environments.apiKeys('production').previousKeyUses).toBe(6);
+    expect(t.environments.apiKeys('demo').previousKeyUses).toBe(1);
+    expect(t.environments.get('production')!.apiKeys).toBe(t.environments.apiKeys('production'));
+    expect(JSON.stringify(log.lines)).not.toContain(PRODUCTION_PREVIOUS);
+  });
+});
+
+describe('while PRODUCTION_API_KEY_PREVIOUS and DEMO_API_KEY_PREVIOUS are set', () => {
   const { base, reportRow, timeline, events, evidence, create } = reportCrudHelpers(() => t);
 
   it('the previous key does what the current key does: same status, same answer, same rows written', async () => {
@@ -115,61 +168,6 @@ describe('once PRODUCTION_API_KEY_PREVIOUS is unset', () => {
     expect(await reportRow(id)).toBeUndefined();
     expect((await t.app.inject({ url: '/generate/case', headers: { authorization: PRODUCTION_KEY } })).statusCode).toBe(200);
     expect(t.environments.apiKeys('production').previousKeyUses).toBe(0);
-  });
-});
-
-describe('uses of the previous key', () => {
-  let t: TestApp;
-  const log = capturedLog();
-  beforeAll(async () => {
-    t = await createTestApp({ env: ROTATING, environmentLogger: log.logger });
-  });
-  afterAll(() => t.close());
-  afterEach(() => {
-    vi.useRealTimers();
-  });
-
-  const call = (authorization: string, host = 'localhost') => t.app.inject({ url: '/generate/case', headers: { host, authorization } });
-  const warnings = () => log.lines.filter((l) => l.level === 40);
-  const line = (env: 'production' | 'demo', count: number, total: number) => ({
-    level: 40,
-    environment: env,
-    count,
-    total,
-    msg: `request authenticated with ${env.toUpperCase()}_API_KEY_PREVIOUS; unset it once the bot uses the new key`,
-  });
-
-  it('are counted, and logged at most once a minute per environment with the count since the last line', async () => {
-    vi.useFakeTimers({ toFake: ['Date'] });
-    const start = Date.parse('2026-05-01T12:00:00Z');
-    vi.setSystemTime(start);
-
-    expect((await call(PRODUCTION_PREVIOUS)).statusCode).toBe(200);
-    expect(warnings()).toEqual([expect.objectContaining(line('production', 1, 1))]);
-
-    vi.setSystemTime(start + 30_000);
-    for (let i = 0; i < 3; i++) expect((await call(PRODUCTION_PREVIOUS)).statusCode).toBe(200);
-    // Neither the current key nor a wrong one is counted.
-    expect((await call(PRODUCTION_KEY)).statusCode).toBe(200);
-    expect((await call('not-a-key-at-all-0000')).statusCode).toBe(401);
-    expect(warnings()).toHaveLength(1);
-    // Each environment has its own minute.
-    expect((await call(DEMO_PREVIOUS, DEMO_HOST)).statusCode).toBe(200);
-    expect(warnings()).toEqual([expect.objectContaining(line('production', 1, 1)), expect.objectContaining(line('demo', 1, 1))]);
-
-    vi.setSystemTime(start + PREVIOUS_KEY_LOG_INTERVAL_MS - 1);
-    expect((await call(PRODUCTION_PREVIOUS)).statusCode).toBe(200);
-    expect(warnings()).toHaveLength(2);
-
-    vi.setSystemTime(start + PREVIOUS_KEY_LOG_INTERVAL_MS);
-    expect((await call(PRODUCTION_PREVIOUS)).statusCode).toBe(200);
-    expect(warnings()).toHaveLength(3);
-    expect(warnings()[2]).toEqual(expect.objectContaining(line('production', 5, 6)));
-
-    expect(t.environments.apiKeys('production').previousKeyUses).toBe(6);
-    expect(t.environments.apiKeys('demo').previousKeyUses).toBe(1);
-    expect(t.environments.get('production')!.apiKeys).toBe(t.environments.apiKeys('production'));
-    expect(JSON.stringify(log.lines)).not.toContain(PRODUCTION_PREVIOUS);
   });
 });
 

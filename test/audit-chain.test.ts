@@ -3,7 +3,7 @@
 // caught and the right row named. On both stores.
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { rowHash2 } from '../src/platform/audit-chain/form2.js';
 import { chainHash, GENESIS_HASH } from '../src/platform/audit-chain/hashes.js';
 import { personalLeaves } from '../src/platform/audit-chain/personal-fields.js';
@@ -324,11 +324,22 @@ describe('a sealer on a database that hangs', () => {
     const log = { ...silentLog, warn: (_: unknown, msg: string) => warnings.push(msg), error: () => undefined, info: () => undefined } as unknown as typeof silentLog;
     const hung = { kind: 'postgres', transaction: () => new Promise(() => undefined), query: () => new Promise(() => undefined) } as unknown as Db;
     const sealer = new AuditSealer('production', hung, log, 1_000);
-    void sealer.pass();
-    const started = Date.now();
-    await sealer.stop();
-    expect(Date.now() - started).toBeGreaterThanOrEqual(STOP_DEADLINE_MS - 50);
-    expect(Date.now() - started).toBeLessThan(STOP_DEADLINE_MS + 2_000);
+    // On a fake clock: only the deadline can end the wait (the database never answers), not 5 s here.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    try {
+      void sealer.pass();
+      const started = Date.now();
+      let stopped = false;
+      const stopping = sealer.stop().then(() => void (stopped = true));
+      await vi.advanceTimersByTimeAsync(STOP_DEADLINE_MS - 1);
+      expect(stopped, 'still waiting just before the deadline').toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      await stopping;
+      expect(Date.now() - started).toBeGreaterThanOrEqual(STOP_DEADLINE_MS - 50);
+      expect(Date.now() - started).toBeLessThan(STOP_DEADLINE_MS + 2_000);
+    } finally {
+      vi.useRealTimers();
+    }
     expect(warnings).toEqual([`audit chain: the shutdown pass and checkpoint did not finish within ${STOP_DEADLINE_MS} ms; the next sealer seals what is left`]);
   }, 15_000);
 });

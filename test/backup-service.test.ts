@@ -45,6 +45,10 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
 }
 
 describe.skipIf(onPostgres)('scheduled backups on pglite', () => {
+  // Past these cases the file's app has no use for its backups: each round copies both databases
+  // (most of a 0.6 s interval), CPU the cases below would wait for.
+  afterAll(() => t.environments.backups!.stop());
+
   it('writes each environment on the schedule, whole, keeps BACKUP_KEEP (1), and shows the last good one in health', async () => {
     // Two rounds: with BACKUP_KEEP=1 the second prunes the first.
     const written = new Set<string>();

@@ -36,13 +36,14 @@ describe('ChangeCache', () => {
   });
 });
 
-describe('GET /reports pages', () => {
-  let t: TestApp;
-  beforeAll(async () => {
-    t = await createTestApp();
-  });
-  afterAll(() => t.close());
+// One app for the two blocks below: the audit case searches only for what it writes itself.
+let t: TestApp;
+beforeAll(async () => {
+  t = await createTestApp();
+});
+afterAll(() => t?.close());
 
+describe('GET /reports pages', () => {
   const firstPage = async (app = t.app) => {
     const res = await app.inject({ url: '/reports?limit=5', headers: key });
     expect(res.statusCode).toBe(200);
@@ -85,12 +86,6 @@ describe('GET /reports pages', () => {
 });
 
 describe('GET /audit answers', () => {
-  let t: TestApp;
-  beforeAll(async () => {
-    t = await createTestApp();
-  });
-  afterAll(() => t.close());
-
   const search = async (term: string) => {
     const res = await t.app.inject({ url: `/audit?search=${term}`, headers: key });
     expect(res.statusCode).toBe(200);

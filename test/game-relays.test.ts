@@ -64,7 +64,7 @@ describe('game relays', () => {
   it('opens a relay’s breaker after consecutive failures, lets one probe through after the cool-down, and closes on success', async () => {
     const flaky = await relay({ status: 500 });
     const backup = await relay({ body: [] });
-    const game = server([flaky.url, backup.url], { breaker: { failureThreshold: 3, coolDownMs: 1500 } });
+    const game = server([flaky.url, backup.url], { breaker: { failureThreshold: 3, coolDownMs: 500 } });
     for (let i = 0; i < 3; i++) {
       await game.players();
       await tick(2); // past the 1 ms list lifetime
@@ -72,7 +72,7 @@ describe('game relays', () => {
     expect(flaky.calls).toBe(3);
     await game.players();
     expect(flaky.calls).toBe(3); // open: skipped without a call
-    await tick(1520);
+    await tick(520);
     flaky.reply = { body: [player('Back', 1)], delayMs: 50 };
     // Half-open: of three concurrent lookups only one call probes the relay (the others share it).
     const [first] = await Promise.all([game.players(), game.players(), game.players()]);
@@ -156,13 +156,13 @@ describe('game relays', () => {
 
   it('coalesces: 200 concurrent lookups cost one upstream call, and the list serves lookups for its lifetime', async () => {
     const a = await relay({ body: [player('Eve', 5)], delayMs: 30 });
-    const game = server([a.url], { ttlMs: 1500 });
+    const game = server([a.url], { ttlMs: 500 });
     const lists = await Promise.all(Array.from({ length: 200 }, () => game.players()));
     expect(lists.every((list) => list.entries[0]?.Player === 'Eve:5')).toBe(true);
     expect(a.calls).toBe(1);
     await game.players();
     expect(a.calls).toBe(1);
-    await tick(1520);
+    await tick(520);
     await game.players();
     expect(a.calls).toBe(2);
   });

@@ -35,7 +35,6 @@ beforeEach(async () => {
 });
 
 const poll = (queue: 'actions' | 'discipline') => t.app.inject({ url: `/${queue}/next`, headers: key });
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Writes without firing triggers: no notification tells any instance about these rows. */
 async function silently(sql: string): Promise<void> {
@@ -51,6 +50,14 @@ async function idleRemembered(queue: 'actions' | 'discipline'): Promise<void> {
     expect((await poll(queue)).statusCode).toBe(204);
     expect(env.idleQueues.get(queue)).toBe(true);
   });
+}
+
+/**
+ * Waits until the instance forgets the queue was idle, which it does at the due time computed at the
+ * empty pickup: within 800 ms here (each case's due time is 600 ms after its write).
+ */
+async function forgotten(queue: 'actions' | 'discipline'): Promise<void> {
+  await vi.waitFor(() => expect(env.idleQueues.get(queue)).toBeUndefined(), { timeout: 800, interval: 10 });
 }
 
 async function statementsFor(fn: () => Promise<unknown>): Promise<number> {
@@ -89,7 +96,7 @@ describe('an idle queue', () => {
     await idleRemembered('actions');
     // Remembered only until the action goes stale (2 s after its claim).
     expect(await statementsFor(() => poll('actions'))).toBe(0);
-    await sleep(800);
+    await forgotten('actions');
     const res = await poll('actions');
     expect(res.statusCode).toBe(200);
     expect(res.json().action).toMatchObject({ status: 'processing', attempts: 2 });
@@ -101,7 +108,7 @@ describe('an idle queue', () => {
                     values ('issue', 'ID1LE1', '700000000000000001', 1, now() + interval '600 milliseconds')`);
     await idleRemembered('discipline');
     expect(await statementsFor(() => poll('discipline'))).toBe(0);
-    await sleep(800);
+    await forgotten('discipline');
     const res = await poll('discipline');
     expect(res.statusCode).toBe(200);
     expect(res.json().item).toMatchObject({ kind: 'issue', punishment_id: 'ID1LE1', attempts: 2 });
@@ -112,7 +119,7 @@ describe('an idle queue', () => {
                     values ('ID1LE2', '700000000000000002', 'Idle', now() + interval '600 milliseconds')`);
     await idleRemembered('discipline');
     expect(await statementsFor(() => poll('discipline'))).toBe(0);
-    await sleep(800);
+    await forgotten('discipline');
     const res = await poll('discipline');
     expect(res.statusCode).toBe(200);
     expect(res.json().item).toMatchObject({ kind: 'expire', punishment_id: 'ID1LE2', punishment: { status: 'Expired' } });

@@ -62,7 +62,7 @@ afterAll(() => {
   for (const ws of opened) ws.terminate();
 });
 
-const JOIN_TIMEOUT_MS = 1_500;
+const JOIN_TIMEOUT_MS = 1_000;
 
 describe('per client address and per instance', () => {
   let t: TestApp;

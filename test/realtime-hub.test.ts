@@ -49,11 +49,12 @@ const joinFrame = (ref: string, topic: string, accessToken: string | undefined, 
   { config: { broadcast: { ack: false, self: false }, presence: { key: '', enabled: false }, postgres_changes: [], private: true, ...config }, access_token: accessToken },
 ];
 
+// A reply comes within milliseconds: looked for every 5 ms (50 by default).
 const replyTo = (raw: Raw, ref: string) => vi.waitFor(() => {
   const found = raw.frames.find((f) => f[1] === ref && f[3] === 'phx_reply');
   expect(found).toBeDefined();
   return found![4] as { status: string; response: Record<string, unknown> };
-});
+}, { interval: 5 });
 
 describe('the realtime hub, frame by frame', () => {
   let t: TestApp;
@@ -90,9 +91,12 @@ describe('the realtime hub, frame by frame', () => {
     session = await createSession(t, trainer, trainee, scenarios['first-response']);
     await post(t, `/training/sessions/${session}/start`, trainer);
   });
+  // The app is shut down by the last case; closed once.
+  let closed: Promise<void> | undefined;
+  const shutDown = () => (closed ??= t.close());
   afterAll(async () => {
     for (const s of sockets) s.ws.terminate();
-    await t.close();
+    await shutDown();
   });
 
   it('answers heartbeats, joins, leaves (reply then phx_close) and refuses what the channels do not offer', async () => {
@@ -214,10 +218,8 @@ describe('the realtime hub, frame by frame', () => {
 
   it('refuses an unknown vsn before the upgrade, and closes every socket with 1001 at shutdown', async () => {
     await expect(open(base, '3.0.0')).rejects.toThrow('400');
-    const other = await createTestApp({ env: SECRETS });
-    const otherBase = await listen(other);
-    const raw = await open(otherBase);
-    await other.close();
+    const raw = await connect();
+    await shutDown();
     expect(await raw.closed).toBe(1001);
   });
 });

@@ -57,38 +57,44 @@ async function realtimeHealth(t: TestApp) {
   return res.json().api.realtime as Record<string, number>;
 }
 
+// One app for the file, but for the case of a configuration of its own (the last one).
+let t: TestApp;
+let base: string;
+beforeAll(async () => {
+  t = await createTestApp({ env: SECRETS });
+  base = await listen(t);
+});
+afterAll(() => t?.close());
+
 describe('the training front end with @supabase/supabase-js', () => {
-  let t: TestApp;
-  let base: string;
   let scenarios: Record<string, number>;
   const clients: SupabaseClient[] = [];
   beforeAll(async () => {
-    t = await createTestApp({ env: SECRETS });
-    base = await listen(t);
     scenarios = await importDemoScenarios(t.db.production);
   });
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.removeAllChannels()));
-    await t.close();
   });
 
   it('one client: both channels with events on each, a token renewed while subscribed, both rejoined after the server drops the socket, no join refused', async () => {
     const trainer = await newTrainer(t);
     const trainee = await newTrainee(t);
     const real = apiOf(base, trainee);
-    // The tokens the front end is handed, in order. The first is minted as though fetched 232 s
-    // ago (368 s left), so that the 60 % rule renews it within the test, while both channels are joined.
+    // The tokens the front end is handed, in order. The first is minted as though fetched 236 s
+    // ago (363 to 364 s left: exp is in whole seconds), so that the 60 % rule (360 s left) renews it
+    // 3 to 4 s later, within the test, once both channels are joined (well under a second here).
     const handed: string[] = [];
     const api: Api = async <T>(path: string) => {
       const body = await real<{ success: true; token: string; ttl: number; expires_at: string }>(path);
       if (path !== '/training/realtime-token') return body as T;
-      const token = handed.length > 0 ? body : { success: true, ...(await mintToken('production', SECRETS.PRODUCTION_REALTIME_SIGNING_SECRET, trainee.agent.chat_id, Date.now() - 232_000)) };
+      const token = handed.length > 0 ? body : { success: true, ...(await mintToken('production', SECRETS.PRODUCTION_REALTIME_SIGNING_SECRET, trainee.agent.chat_id, Date.now() - 236_000)) };
       handed.push(token.token);
       return token as T;
     };
     const sent: Frame[] = [];
-    // A heartbeat a second (25 s by default): supabase-js asks accessToken at each one.
-    const supabase = await trainingRealtime(api, { transport: recordingTransport(sent) as never, heartbeatIntervalMs: 1000 });
+    // A heartbeat a second (25 s by default): supabase-js asks accessToken at each one. A reconnect
+    // after 100 ms (1 s, then longer, by default).
+    const supabase = await trainingRealtime(api, { transport: recordingTransport(sent) as never, heartbeatIntervalMs: 1000, reconnectAfterMs: () => 100 });
     clients.push(supabase);
     expect(handed).toHaveLength(1);
     const userTopic = `training:user:${trainee.agent.chat_id}`;
@@ -119,7 +125,7 @@ describe('the training front end with @supabase/supabase-js', () => {
     await vi.waitFor(() => expect(room.log.events).toEqual(['EVIDENCE_RELEASED', 'EVIDENCE_LOCKED']));
     expect(await realtimeHealth(t)).toMatchObject({ connections: 1, channels: 2, refused_joins: 0 });
 
-    // The server drops the socket (no close frame): supabase-js reconnects after 1 s and rejoins
+    // The server drops the socket (no close frame): supabase-js reconnects (after 100 ms) and rejoins
     // both channels with the token it holds now, the renewed one.
     const before = sent.length;
     expect(t.app.websocketServer.clients.size).toBe(1);
@@ -158,37 +164,31 @@ describe('docs/realtime.md', () => {
 
 describe('a client with no token of its own', () => {
   it('falls back to the anon key, a JWT with role anon, and is refused as unauthorised for a private channel (as Supabase answers), not as a malformed token', async () => {
-    const t = await createTestApp({ env: SECRETS });
-    try {
-      const base = await listen(t);
-      const me = await newTrainee(t);
-      const config = await apiOf(base, me)<{ backend_url: string; anon_key: string }>('/training/realtime-config');
-      expect(config.backend_url).toBe(base);
-      expect(decodeJwt(config.anon_key)).toEqual({ role: 'anon', iss: 'case-management:production' });
-      const sent: Frame[] = [];
-      const sockets: string[] = [];
-      const supabase = createClient(config.backend_url, config.anon_key, {
-        auth: { persistSession: false, autoRefreshToken: false },
-        realtime: { transport: recordingTransport(sent, sockets) as never },
+    const me = await newTrainee(t);
+    const config = await apiOf(base, me)<{ backend_url: string; anon_key: string }>('/training/realtime-config');
+    expect(config.backend_url).toBe(base);
+    expect(decodeJwt(config.anon_key)).toEqual({ role: 'anon', iss: 'case-management:production' });
+    const sent: Frame[] = [];
+    const sockets: string[] = [];
+    const supabase = createClient(config.backend_url, config.anon_key, {
+      auth: { persistSession: false, autoRefreshToken: false },
+      realtime: { transport: recordingTransport(sent, sockets) as never },
+    });
+    const topic = `training:user:${me.agent.chat_id}`;
+    // Its first join goes out before supabase-js has asked its callback (no token: the hub takes
+    // the socket's apikey, as Supabase takes the tenant token), its retry with the anon key itself.
+    const refusals: string[] = [];
+    await new Promise<void>((resolve) => {
+      supabase.channel(topic, { config: { private: true } }).subscribe((status, err) => {
+        refusals.push(`${status}: ${err?.message}`);
+        if (refusals.length === 2) resolve();
       });
-      const topic = `training:user:${me.agent.chat_id}`;
-      // Its first join goes out before supabase-js has asked its callback (no token: the hub takes
-      // the socket's apikey, as Supabase takes the tenant token), its retry with the anon key itself.
-      const refusals: string[] = [];
-      await new Promise<void>((resolve) => {
-        supabase.channel(topic, { config: { private: true } }).subscribe((status, err) => {
-          refusals.push(`${status}: ${err?.message}`);
-          if (refusals.length === 2) resolve();
-        });
-      });
-      await supabase.removeAllChannels();
-      expect(refusals.slice(0, 2)).toEqual(Array(2).fill(`CHANNEL_ERROR: Unauthorized: You do not have permissions to read from this Channel topic: ${topic}`));
-      expect(sockets).toEqual([expect.stringContaining(`apikey=${config.anon_key}`)]);
-      expect(sent.filter((f) => f[3] === 'phx_join').slice(0, 2).map((f) => f[4].access_token)).toEqual([undefined, config.anon_key]);
-      expect((await realtimeHealth(t)).refused_joins).toBeGreaterThanOrEqual(2);
-    } finally {
-      await t.close();
-    }
+    });
+    await supabase.removeAllChannels();
+    expect(refusals.slice(0, 2)).toEqual(Array(2).fill(`CHANNEL_ERROR: Unauthorized: You do not have permissions to read from this Channel topic: ${topic}`));
+    expect(sockets).toEqual([expect.stringContaining(`apikey=${config.anon_key}`)]);
+    expect(sent.filter((f) => f[3] === 'phx_join').slice(0, 2).map((f) => f[4].access_token)).toEqual([undefined, config.anon_key]);
+    expect((await realtimeHealth(t)).refused_joins).toBeGreaterThanOrEqual(2);
   });
 
   it('<ENV>_REALTIME_ANON_KEY still replaces it', async () => {

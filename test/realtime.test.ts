@@ -127,13 +127,16 @@ describe('realtime', () => {
           [`training:session:${id + 1000}`, valid, 'Unauthorized'],
         ];
         const refused: string[] = [];
+        // Each client leaves its channel (no rejoin) at once; their sockets close together below
+        // (realtime-js polls a closing socket every 150 ms: one after the other, a second in all).
+        const removals: Promise<unknown>[] = [];
         for (const [topic, accessToken, reason] of cases) {
           const c = client({ vsn });
           const sub = await subscribe(c, topic, accessToken);
           expect(sub.statuses[0], topic).toBe('CHANNEL_ERROR');
           expect(sub.errors[0]).toContain(reason);
           refused.push(topic);
-          await c.removeAllChannels();
+          removals.push(c.removeAllChannels());
         }
         const open = client({ vsn });
         await open.setAuth(valid);
@@ -141,7 +144,7 @@ describe('realtime', () => {
           open.channel(`training:user:${learner.agent.chat_id}`).subscribe((status, err) => status !== 'SUBSCRIBED' && resolve(err?.message ?? status));
         });
         expect(publicJoin).toContain('PrivateOnly');
-        await open.removeAllChannels();
+        await Promise.all([...removals, open.removeAllChannels()]);
         // Nothing reached a refused topic: the session's owner gets its events, nobody else.
         await post(t, `/training/sessions/${id}/start`, trainer);
         expect(refused).toHaveLength(cases.length);

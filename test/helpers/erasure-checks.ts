@@ -19,11 +19,14 @@ export async function textColumns(db: Db): Promise<{ table: string; column: stri
 /** Where any of `needles` still occurs: "table.column: needle". */
 export async function traces(db: Db, needles: string[]): Promise<string[]> {
   const found: string[] = [];
+  // One statement per column for all the needles (in their order), not one per needle.
   for (const { table, column } of await textColumns(db)) {
-    for (const needle of needles) {
-      const { rows } = await db.query<{ n: number }>(`select count(*)::int as n from "${table}" where strpos("${column}"::text, $1::text) > 0`, [needle]);
-      if (rows[0]!.n > 0) found.push(`${table}.${column}: ${needle}`);
-    }
+    const { rows } = await db.query<{ needle: string }>(
+      `select n.needle from unnest($1::text[]) with ordinality as n(needle, i)
+        where exists (select 1 from "${table}" t where strpos(t."${column}"::text, n.needle) > 0) order by n.i`,
+      [needles],
+    );
+    for (const { needle } of rows) found.push(`${table}.${column}: ${needle}`);
   }
   return found;
 }
