@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Two PostgreSQL clusters of the project's own for the failover test (test/failover.test.ts, issue
+# Two PostgreSQL clusters of the project's own for the failover test (test/slow/failover.test.ts, issue
 # 30): a primary and a synchronous standby (synchronous_standby_names = '*', synchronous_commit =
 # on), on ports 5451 and 5452. Roles swap when the test fails over, so neither port is "the
 # primary": this script finds the primary (the cluster online and not in recovery; of two, the one

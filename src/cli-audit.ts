@@ -11,11 +11,6 @@ import { migrate } from './platform/db/migrate.js';
 import type { Db } from './platform/db/types.js';
 import { defaultOpenDb } from './platform/environments.js';
 
-export const AUDIT_USAGE = `  verify-audit --env production|demo [--against <head hash>]
-      walk the audit hash chain: exit 0 with the rows sealed and the head hash (and the rows
-      erased, by reference), 1 naming the first row that does not match; --against a
-      checkpoint's head hash (from the log) proves the chain still extends it`;
-
 async function verifyAuditCommand(args: string[]): Promise<number> {
   const values = parseOptions(args, { ...ENV_OPTION, against: { type: 'string' } });
   const env = parseEnvironment(values.env);

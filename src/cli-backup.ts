@@ -16,14 +16,6 @@ import { loadMigrations, migrate } from './platform/db/migrate.js';
 import { openPglite, type PgliteDb } from './platform/db/pglite.js';
 import { openPostgres } from './platform/db/postgres.js';
 
-export const BACKUP_USAGE = `  backup --env production|demo --out <file>
-      a consistent copy of the environment (embedded: the data folder; PostgreSQL: pg_dump's custom format)
-  restore --env production|demo --from <file> [--force]
-      replace an embedded environment by a backup (--force when it holds data; the old folder is kept aside)
-  move-to-postgres --env production|demo --to <postgres url>
-      copy an embedded environment into an empty PostgreSQL database, checked table by table
-`;
-
 const MB = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MB`;
 
 function requiredString(values: Record<string, string | boolean | undefined>, name: string, what: string): string {

@@ -14,12 +14,6 @@ import type { Db } from './platform/db/types.js';
 import { defaultOpenDb } from './platform/environments.js';
 import { AppError } from './platform/errors.js';
 
-export const SUBJECT_USAGE = `  subject-export --env production|demo --chat-id <id> --out <file>
-      write everything held about a chat id to <file> (the document GET /admin/subjects/<id> answers)
-  subject-erase --env production|demo --chat-id <id> --reason <why> --reference <ref>
-      erase a person's personal data everywhere, in one transaction; refused while a punishment
-      against them is in force`;
-
 const OPERATOR = { kind: 'operator' } as const;
 
 function chatIdOption(value: string | boolean | undefined): string {

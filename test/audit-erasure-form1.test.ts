@@ -15,7 +15,7 @@ import { openPglite } from '../src/platform/db/pglite.js';
 import { openPostgres } from '../src/platform/db/postgres.js';
 import type { Db } from '../src/platform/db/types.js';
 import { CLEAR_CHAIN, erasureFixture, PERSON } from './helpers/audit-erasure.js';
-import { withServiceDatabases } from './helpers/service-process.js';
+import { NODE_FLAGS, withServiceDatabases } from './helpers/service-process.js';
 import { createTestDatabase, prepareDataDir, storeName, type TestDatabase } from './helpers/stores.js';
 
 let d: TestDatabase;
@@ -122,7 +122,7 @@ describe(`npm run cli -- verify-audit, on ${storeName}`, () => {
         await db.close();
       }
       const out = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-        execFile(process.execPath, [join(import.meta.dirname, '../dist/src/cli.js'), 'verify-audit', '--env', 'production'], { env: { PATH: process.env.PATH ?? '', ...env }, cwd: dataDir }, (err, stdout, stderr) =>
+        execFile(process.execPath, [...NODE_FLAGS, join(import.meta.dirname, '../dist/src/cli.js'), 'verify-audit', '--env', 'production'], { env: { PATH: process.env.PATH ?? '', ...env }, cwd: dataDir }, (err, stdout, stderr) =>
           resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
       });
       expect(out, out.stderr).toMatchObject({ code: 0, stderr: '' });

@@ -16,6 +16,7 @@ import type { Db } from '../src/platform/db/types.js';
 import { createTestApp, PRODUCTION_KEY } from './helpers/app.js';
 import { adminQuery, createTestDatabase, databaseEnv, onPostgres, prepareDataDir } from './helpers/stores.js';
 import { everyTable } from './helpers/tables.js';
+import { NODE_FLAGS } from './helpers/service-process.js';
 
 const CLI = join(import.meta.dirname, '../dist/src/cli.js');
 const LATEST = loadMigrations().at(-1)!.version;
@@ -24,7 +25,7 @@ const folder = () => join(dataDir, 'production');
 
 function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, ...env }, cwd: dataDir }, (err, stdout, stderr) => {
+    execFile(process.execPath, [...NODE_FLAGS, CLI, ...args], { env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, ...env }, cwd: dataDir }, (err, stdout, stderr) => {
       resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
   });

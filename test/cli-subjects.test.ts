@@ -12,6 +12,7 @@ import { openPglite } from '../src/platform/db/pglite.js';
 import type { Db } from '../src/platform/db/types.js';
 import { createTestDatabase, databaseEnv, onPostgres, prepareDataDir, storeName, type TestDatabase } from './helpers/stores.js';
 import { plantSubject, type Planted } from './helpers/subjects.js';
+import { NODE_FLAGS } from './helpers/service-process.js';
 
 const CLI = join(import.meta.dirname, '../dist/src/cli.js');
 const PERSON = '400000000000000001';
@@ -27,7 +28,7 @@ function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: st
   const env: Record<string, string> = { PATH: process.env.PATH ?? '', DATA_DIR: dataDir };
   if (pg) Object.assign(env, databaseEnv('PRODUCTION', pg));
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { env, cwd: dataDir }, (err, stdout, stderr) => {
+    execFile(process.execPath, [...NODE_FLAGS, CLI, ...args], { env, cwd: dataDir }, (err, stdout, stderr) => {
       resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
   });

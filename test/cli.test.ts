@@ -11,6 +11,7 @@ import { DEMO_ADMIN_HISTORY } from '../src/demo/seed-admin.js';
 import { openPglite } from '../src/platform/db/pglite.js';
 import type { Db } from '../src/platform/db/types.js';
 import { createTestDatabase, databaseEnv, onPostgres, prepareDataDir, storeName, type TestDatabase } from './helpers/stores.js';
+import { NODE_FLAGS } from './helpers/service-process.js';
 
 const CLI = join(import.meta.dirname, '../dist/src/cli.js');
 const ROOT_ID = '123456789012345678';
@@ -40,7 +41,7 @@ function cli(args: string[], { embedded = false } = {}): Promise<Run> {
   if (onPostgres && !embedded) Object.assign(env, databaseEnv('PRODUCTION', pg.production!), databaseEnv('DEMO', pg.demo!));
   // cwd: the temporary folder, so no .env of the working copy is read.
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { env, cwd: dataDir }, (err, stdout, stderr) => {
+    execFile(process.execPath, [...NODE_FLAGS, CLI, ...args], { env, cwd: dataDir }, (err, stdout, stderr) => {
       resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
   });

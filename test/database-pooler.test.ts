@@ -17,7 +17,7 @@ import { openPostgres } from '../src/platform/db/postgres.js';
 import type { Db } from '../src/platform/db/types.js';
 import { defaultOpenDb, Environments } from '../src/platform/environments.js';
 import { createTestApp, PRODUCTION_KEY, silentLog, testConfig, type TestApp } from './helpers/app.js';
-import { freePort } from './helpers/service-process.js';
+import { freePort, NODE_FLAGS } from './helpers/service-process.js';
 import { adminQuery, createTestDatabase, onPostgres, TEST_DATABASE_URL, type TestDatabase } from './helpers/stores.js';
 
 const CLI = join(import.meta.dirname, '../dist/src/cli.js');
@@ -70,7 +70,7 @@ const urlVia = (port: number, database: TestDatabase) => {
 
 function cli(args: string[], env: Record<string, string>, cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', DATA_DIR: cwd, ...env }, cwd }, (err, stdout, stderr) =>
+    execFile(process.execPath, [...NODE_FLAGS, CLI, ...args], { env: { PATH: process.env.PATH ?? '', DATA_DIR: cwd, ...env }, cwd }, (err, stdout, stderr) =>
       resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });

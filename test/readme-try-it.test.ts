@@ -1,7 +1,10 @@
 // README.md's "Try it", run as a newcomer runs it: the start command's variables on the built
 // service (`npm start` is `npm run build && node dist/src/server.js`; `npm test` builds first),
 // then each curl line of the README through a shell, with curl itself. The test changes only what
-// a test must: the port (and the data folder, or the PostgreSQL databases on that store).
+// a test must: the port (and the data folder, migrated already, or the PostgreSQL databases on that
+// store).
+// With TRY_IT_URL set (.ci/smoke) it starts nothing: it asks the service the README's own start
+// line is already running at that address.
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
@@ -10,7 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_AGENTS } from '../src/demo/seed.js';
 import { freePort, startService, withServiceDatabases, type Service } from './helpers/service-process.js';
-import { storeName, type TestDatabase } from './helpers/stores.js';
+import { prepareDataDir, storeName, type TestDatabase } from './helpers/stores.js';
 
 const ROOT = join(import.meta.dirname, '..');
 const README_PORT = '3000';
@@ -64,19 +67,31 @@ function get(port: number, path: string, headers: Record<string, string>): Promi
   });
 }
 
-describe(`README "Try it" on ${storeName}`, () => {
+const RUNNING = process.env.TRY_IT_URL ? new URL(process.env.TRY_IT_URL) : undefined;
+// The README's calls go to 127.0.0.1 on a port of their own: a TRY_IT_URL elsewhere would test nothing.
+if (RUNNING && (RUNNING.hostname !== '127.0.0.1' || RUNNING.port === '')) throw new Error(`TRY_IT_URL must be http://127.0.0.1:<port> (got ${RUNNING.href})`);
+
+describe(`README "Try it" on ${RUNNING ? `the service at ${RUNNING.host}` : storeName}`, () => {
   let tryIt: TryIt;
-  let service: Service;
-  let dataDir: string;
+  let service: Service | undefined;
+  let dataDir: string | undefined;
+  let port: number;
   const databases: TestDatabase[] = [];
 
   beforeAll(async () => {
     tryIt = await readTryIt();
     const pkg = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
     expect(pkg.scripts.start).toBe('npm run build && node dist/src/server.js');
-    dataDir = await mkdtemp(join(tmpdir(), 'cms-tryit-'));
+    if (RUNNING) {
+      port = Number(RUNNING.port);
+      return;
+    }
+    // Migrated data folders to start on (PostgreSQL: empty databases): the seed is still the service's own
+    // first start; a first start from nothing, initdb and every migration, is .ci/smoke's.
+    dataDir = await prepareDataDir(await mkdtemp(join(tmpdir(), 'cms-tryit-')));
     service = startService(await withServiceDatabases({ ...tryIt.startEnv, PORT: String(await freePort()), DATA_DIR: dataDir, LOG_LEVEL: 'info' }, databases));
     await service.ready;
+    port = service.port;
   }, 120_000);
 
   afterAll(async () => {
@@ -84,6 +99,15 @@ describe(`README "Try it" on ${storeName}`, () => {
     await service?.exited;
     for (const db of databases) await db.drop();
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('GET / is the health probe and GET /ready names the release and both environments', async () => {
+    const root = await get(port, '/', { host: '127.0.0.1' });
+    expect(root).toEqual({ status: 200, body: 'Case Management Service API Online' });
+    const ready = await get(port, '/ready', { host: '127.0.0.1' });
+    expect(ready.status).toBe(200);
+    const pkg = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    expect(JSON.parse(ready.body)).toMatchObject({ success: true, version: pkg.version, environments: { production: 'ok', demo: 'ok' } });
   });
 
   it('starts the demo with a local API key and nothing else', () => {
@@ -96,7 +120,7 @@ describe(`README "Try it" on ${storeName}`, () => {
   });
 
   it('the first curl lists the 13 fictional agents', async () => {
-    const { status, body } = await runCurl(tryIt.curls[0]!, service.port);
+    const { status, body } = await runCurl(tryIt.curls[0]!, port);
     expect(status).toBe(200);
     const { success, agents } = JSON.parse(body) as { success: boolean; agents: { chat_id: string; name: string }[] };
     expect(success).toBe(true);
@@ -105,7 +129,7 @@ describe(`README "Try it" on ${storeName}`, () => {
   });
 
   it('the second shows a case under investigation with its notes, evidence and timeline', async () => {
-    const { status, body } = await runCurl(tryIt.curls[1]!, service.port);
+    const { status, body } = await runCurl(tryIt.curls[1]!, port);
     expect(status).toBe(200);
     const { report } = JSON.parse(body);
     expect(report).toMatchObject({ report_id: 'SVC-CASE-48150', status: 'Under Investigation', reported_name: 'Drift_King' });
@@ -116,7 +140,7 @@ describe(`README "Try it" on ${storeName}`, () => {
   });
 
   it("the third shows the bot's pending work", async () => {
-    const { status, body } = await runCurl(tryIt.curls[2]!, service.port);
+    const { status, body } = await runCurl(tryIt.curls[2]!, port);
     expect(status).toBe(200);
     const { count, actions } = JSON.parse(body) as { count: number; actions: { report_id: string; action: string; status: string }[] };
     expect(count).toBe(actions.length);
@@ -132,16 +156,16 @@ describe(`README "Try it" on ${storeName}`, () => {
     expect(tryIt.text).toContain('http://demo.localhost:3000/docs');
     expect(tryIt.text).toContain(`enter\n\`${tryIt.startEnv.DEMO_API_KEY}\` as \`apiKey\``);
     const demo = { host: 'demo.localhost' };
-    const docs = await get(service.port, '/docs/', demo);
+    const docs = await get(port, '/docs/', demo);
     expect(docs.status).toBe(200);
     expect(docs.body).toContain('swagger-ui');
-    const doc = JSON.parse((await get(service.port, '/openapi.json', demo)).body);
+    const doc = JSON.parse((await get(port, '/openapi.json', demo)).body);
     expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: 'apiKey', in: 'header', name: 'Authorization' });
     expect(doc.paths['/agents'].get.security).toContainEqual({ apiKey: [] });
     // What "Try it out" sends once authorized: the key as the whole header, on the page's host.
     const key = tryIt.startEnv.DEMO_API_KEY!;
-    expect((await get(service.port, '/agents', { ...demo, authorization: key })).status).toBe(200);
+    expect((await get(port, '/agents', { ...demo, authorization: key })).status).toBe(200);
     // Production, which the README says has no key yet, refuses it.
-    expect((await get(service.port, '/agents', { host: '127.0.0.1', authorization: key })).status).toBe(401);
+    expect((await get(port, '/agents', { host: '127.0.0.1', authorization: key })).status).toBe(401);
   });
 });

@@ -10,6 +10,7 @@ import { openPglite } from '../src/platform/db/pglite.js';
 import type { Db } from '../src/platform/db/types.js';
 import { checkScenarioFile } from '../src/training/scenario-file.js';
 import { createTestDatabase, databaseEnv, onPostgres, prepareDataDir, type TestDatabase } from './helpers/stores.js';
+import { NODE_FLAGS } from './helpers/service-process.js';
 
 const clone = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
 
@@ -82,7 +83,7 @@ describe('npm run cli -- import-scenarios', () => {
     new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
       const env: Record<string, string> = { PATH: process.env.PATH ?? '', DATA_DIR: dir };
       if (database) Object.assign(env, databaseEnv('PRODUCTION', database));
-      execFile(process.execPath, [CLI, ...args], { env, cwd: dir }, (err, stdout, stderr) =>
+      execFile(process.execPath, [...NODE_FLAGS, CLI, ...args], { env, cwd: dir }, (err, stdout, stderr) =>
         resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
       );
     });

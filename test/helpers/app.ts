@@ -83,7 +83,11 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     openDb: async (env) => {
       const custom = options.openDb?.[env.name];
       if (custom) return (opened[env.name] = await custom(env));
-      databases[env.name] = await createTestDatabase({ preparedStatements: config.databasePreparedStatements });
+      // The demo's database starts seeded, as after the service's first start (seeding it here
+      // instead would cost every test app a third of a second). Seeded once per run, at its start:
+      // the seed's times relative to "now" (a delivery due in 2 minutes, one claimed 2 minutes
+      // ago) have aged by the time a late test opens it; a test that depends on them reseeds.
+      databases[env.name] = await createTestDatabase({ preparedStatements: config.databasePreparedStatements, demo: env.name === 'demo' });
       return databases[env.name]!.db;
     },
   });

@@ -1,16 +1,18 @@
 // Once per `npm test`: migrate one database and keep it as the starting point of every test
-// database (a PGlite snapshot file, or a PostgreSQL template database). PGlite's are made on
+// database (a PGlite data folder, or a PostgreSQL template database). PGlite's are made on
 // PostgreSQL runs too: the tests of the embedded folder's own behaviour (its lock, backups of a
 // folder) run on both stores.
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import type { TestProject } from 'vitest/node';
+import { seedDemoIfEmpty } from '../../src/demo/seed.js';
 import { migrate } from '../../src/platform/db/migrate.js';
 import { openPglite } from '../../src/platform/db/pglite.js';
 import { openPostgres } from '../../src/platform/db/postgres.js';
-import { adminQuery, databaseUrl, onPostgres, pooledUrl, TEST_DATABASE_URL, TEST_POOLER_URL } from './stores.js';
+import type { Db } from '../../src/platform/db/types.js';
+import { adminQuery, copyFolder, databaseUrl, onPostgres, pooledUrl, SCRATCH, TEST_DATABASE_URL, TEST_POOLER_URL } from './stores.js';
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const [dropTemplate, removePglite] = await Promise.all([onPostgres ? preparePostgres(project) : none(project), preparePglite(project)]);
@@ -25,57 +27,120 @@ async function none(project: TestProject): Promise<() => Promise<void>> {
   return async () => undefined;
 }
 
-/** A migrated template database on TEST_DATABASE_URL's server; each test database is a copy. */
+/**
+ * Template databases on TEST_DATABASE_URL's server, each test database a copy: one migrated, and
+ * one migrated with the demo organisation seeded (what a test app's demo environment starts from,
+ * as the service's does after its first start).
+ */
 async function preparePostgres(project: TestProject): Promise<() => Promise<void>> {
   await checkPooler();
   const template = `cms_template_${randomBytes(4).toString('hex')}`;
-  await adminQuery(`create database ${template}`);
-  const db = openPostgres({ connectionString: databaseUrl(template), max: 1 });
-  try {
-    await migrate(db);
-  } catch (err) {
-    await db.close();
+  const drop = async () => {
+    await adminQuery(`drop database if exists ${template}_demo with (force)`);
     await adminQuery(`drop database if exists ${template} with (force)`);
+  };
+  try {
+    await adminQuery(`create database ${template}`);
+    await withDb(template, migrate);
+    await adminQuery(`create database ${template}_demo template ${template}`);
+    await withDb(`${template}_demo`, seedDemoIfEmpty);
+  } catch (err) {
+    await drop();
     throw err;
   }
-  await db.close();
   project.provide('pgTemplate', template);
-  return () => adminQuery(`drop database if exists ${template} with (force)`);
+  return drop;
 }
 
-/**
- * PGlite's starting points, each before (empty) and after every migration: a tarball that test
- * databases are restored from, and the same as a data folder that service and CLI processes start
- * on (prepareDataDir in stores.ts): a process on a copy starts warm instead of running initdb and
- * every migration, seconds per environment.
- */
-async function preparePglite(project: TestProject): Promise<() => Promise<void>> {
-  const dir = await mkdtemp(join(tmpdir(), 'cms-test-'));
-  // A tarball's size is paid at each restore (PGlite untars it file by file): a 1 MB WAL segment
-  // instead of 16 MB, and without template0 and template1, which nothing on PGlite creates a
-  // database from, restore in half the time (0.25 s instead of 0.5 s here). The service's own
-  // clusters keep initdb's defaults.
-  const db = await openPglite({ initDbStartParams: ['--wal-segsize=1'] });
+async function withDb(database: string, fn: (db: Db) => Promise<unknown>): Promise<void> {
+  const db = openPostgres({ connectionString: databaseUrl(database), max: 1 });
   try {
-    await db.exec(`update pg_database set datistemplate = false where datname in ('template0', 'template1')`);
-    // One statement per call: DROP DATABASE cannot run in the implicit transaction of a batch.
-    await db.exec('drop database template0');
-    await db.exec('drop database template1');
-    await writeFile(join(dir, 'empty.tar'), Buffer.from(await (await db.dump()).arrayBuffer()));
-    await migrate(db);
-    await writeFile(join(dir, 'migrated.tar'), Buffer.from(await (await db.dump()).arrayBuffer()));
+    await fn(db);
   } finally {
     await db.close();
   }
-  for (const name of ['empty', 'migrated']) {
-    const tarball = new Blob([await readFile(join(dir, `${name}.tar`))]);
-    await (await openPglite({ dataDir: join(dir, name), loadDataDir: tarball })).close();
-  }
-  project.provide('pglite', {
-    migrated: { tarball: join(dir, 'migrated.tar'), folder: join(dir, 'migrated') },
-    empty: { tarball: join(dir, 'empty.tar'), folder: join(dir, 'empty') },
-  });
+}
+
+/**
+ * PGlite's starting points as data folders: before any migration (empty), after every migration,
+ * and with the demo organisation seeded as well. Each test database, service and CLI process starts
+ * on a copy (stores.ts), as the service does on its second start: a copied folder opens in a third
+ * of the CPU time of a tarball restored into memory (PGlite writes it file by file), and nothing
+ * runs initdb or a migration again.
+ */
+async function preparePglite(project: TestProject): Promise<() => Promise<void>> {
+  await removeLeftovers(SCRATCH, /^cms-test-(\d+)-/);
+  const dir = await mkdtemp(join(SCRATCH, `cms-test-${process.pid}-`));
+  const folder = (name: string) => join(dir, name);
+  await initialisedFolder(folder('empty'));
+  await copyFolder(folder('empty'), folder('migrated'));
+  await withPglite(folder('migrated'), migrate);
+  await copyFolder(folder('migrated'), folder('demo'));
+  await withPglite(folder('demo'), seedDemoIfEmpty);
+  project.provide('pglite', { migrated: folder('migrated'), empty: folder('empty'), demo: folder('demo') });
   return () => rm(dir, { recursive: true, force: true });
+}
+
+/** What initdb runs with, and what is done to its folder before it is kept (initialisedFolder). */
+const INITDB_PARAMS = ['--wal-segsize=1'];
+const RECIPE = `${INITDB_PARAMS.join(' ')}; template0 and template1 dropped`;
+
+/**
+ * `to` becomes a folder fresh from initdb, which costs 4 of the setup's 6.5 s and depends on nothing
+ * but PGlite's release and the recipe: kept in node_modules/.cache between runs under a name made of
+ * both. A 1 MB WAL segment instead of 16 MB, and no template0 and template1, which nothing on PGlite
+ * creates a database from: less to copy for every test database. The service's own folders keep
+ * initdb's defaults.
+ */
+async function initialisedFolder(to: string): Promise<void> {
+  const root = join(import.meta.dirname, '../..');
+  const { version } = JSON.parse(await readFile(join(root, 'node_modules/@electric-sql/pglite/package.json'), 'utf8')) as { version: string };
+  const kept = join(root, 'node_modules/.cache/cms-test', `pglite-${version}-${createHash('sha256').update(RECIPE).digest('hex').slice(0, 12)}`);
+  await removeLeftovers(dirname(kept), /\.(\d+)$/);
+  // The marker is written last: a folder without it was cut short, and is made again.
+  if (!existsSync(join(kept, 'complete'))) {
+    await rm(kept, { recursive: true, force: true });
+    const building = `${kept}.${process.pid}`;
+    await withPglite(building, async (db) => {
+      await db.exec(`update pg_database set datistemplate = false where datname in ('template0', 'template1')`);
+      // One statement per call: DROP DATABASE cannot run in the implicit transaction of a batch.
+      await db.exec('drop database template0');
+      await db.exec('drop database template1');
+    }, INITDB_PARAMS);
+    await writeFile(join(building, 'complete'), RECIPE);
+    // Another run may have kept one first: theirs is as good.
+    await rename(building, kept).catch(() => rm(building, { recursive: true, force: true }));
+  }
+  await copyFolder(kept, to);
+}
+
+/** Removes the entries of `dir` whose name carries (as `pattern`'s group) a process that is gone: runs that were killed. */
+async function removeLeftovers(dir: string, pattern: RegExp): Promise<void> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  for (const name of names) {
+    const pid = Number(pattern.exec(name)?.[1]);
+    if (pid > 0 && !isAlive(pid)) await rm(join(dir, name), { recursive: true, force: true });
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function withPglite(dataDir: string, fn: (db: Db) => Promise<unknown>, initDbStartParams?: string[]): Promise<void> {
+  const db = await openPglite({ dataDir, ...(initDbStartParams ? { initDbStartParams } : {}) });
+  try {
+    await fn(db);
+    // Recycles the WAL written so far: smaller folders to copy.
+    await db.exec('checkpoint');
+  } finally {
+    await db.close();
+  }
 }
 
 /**

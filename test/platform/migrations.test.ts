@@ -1,6 +1,7 @@
 // Forward-only migrations recorded with name and time; concurrent boots on PostgreSQL; the
 // embedded data folder lock.
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +14,7 @@ import { openPostgres } from '../../src/platform/db/postgres.js';
 import { Environments } from '../../src/platform/environments.js';
 import { PRODUCTION_KEY, silentLog, testConfig } from '../helpers/app.js';
 import { createTestDatabase, databaseEnv, onPostgres, prepareDataDir, storeName } from '../helpers/stores.js';
+import { NODE_FLAGS } from '../helpers/service-process.js';
 
 const run = promisify(execFile);
 const CLI = join(import.meta.dirname, '../../dist/src/cli.js');
@@ -33,6 +35,31 @@ describe(`migrations on ${storeName}`, () => {
     const applied = await listAppliedMigrations(t.db);
     expect(applied.map(({ version, name }) => ({ version, name }))).toEqual(files.map(({ version, name }) => ({ version, name })));
     for (const row of applied) expect(Date.parse(row.applied_at)).toBeGreaterThanOrEqual(before - 60_000);
+  });
+
+  it('a start with every migration recorded and unchanged reads that in two statements, no transaction', async () => {
+    const t = await createTestDatabase();
+    cleanups.push(() => t.drop());
+    const calls: string[] = [];
+    const counted = new Proxy(t.db, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver) as unknown;
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          calls.push(String(prop));
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    expect(await migrate(counted)).toEqual([]);
+    expect(calls).toEqual(['query', 'query']);
+    // One migration more, or one fewer recorded: the locked path, one transaction per migration.
+    calls.length = 0;
+    const files = loadMigrations();
+    const next = { version: files.length + 1, name: 'next', sql: 'create table next_one (id int)', checksum: 'n' };
+    expect(await migrate(counted, [...files, next])).toEqual([next.version]);
+    expect(calls.filter((c) => c === 'transaction')).toHaveLength(files.length + 1);
+    expect((await t.db.query(`select to_regclass('next_one') is not null as made`)).rows).toEqual([{ made: true }]);
   });
 
   it('refuses a migration that changed after it was applied', async () => {
@@ -83,7 +110,7 @@ describe('the embedded data folder is held by one process', () => {
     cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
     const held = await openPglite({ dataDir: join(dataDir, 'production') });
     try {
-      const failure = await run(process.execPath, [CLI, 'migrate', '--env', 'production'], {
+      const failure = await run(process.execPath, [...NODE_FLAGS, CLI, 'migrate', '--env', 'production'], {
         env: { PATH: process.env.PATH, DATA_DIR: dataDir },
       }).catch((err: { code: number; stderr: string }) => err);
       expect(failure).toMatchObject({ code: 1 });
@@ -96,8 +123,20 @@ describe('the embedded data folder is held by one process', () => {
       await held.close();
     }
     // Once released, the same command succeeds.
-    const ok = await run(process.execPath, [CLI, 'migrate', '--env', 'production'], { env: { PATH: process.env.PATH, DATA_DIR: dataDir } });
+    const ok = await run(process.execPath, [...NODE_FLAGS, CLI, 'migrate', '--env', 'production'], { env: { PATH: process.env.PATH, DATA_DIR: dataDir } });
     expect(ok.stdout).toMatch(/^production: applied 1/);
+  });
+
+  it('a first start from nothing: the folder is made, initdb runs, every migration is applied; the next start is up to date', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'cms-first-'));
+    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const env = { env: { PATH: process.env.PATH, DATA_DIR: join(dataDir, 'not-yet') } };
+    const first = await run(process.execPath, [...NODE_FLAGS, CLI, 'migrate', '--env', 'production'], env);
+    expect(first.stdout).toBe(`production: applied ${loadMigrations().map((m) => m.version).join(', ')}\n`);
+    expect(existsSync(join(dataDir, 'not-yet', 'production', 'PG_VERSION'))).toBe(true);
+    expect(existsSync(join(dataDir, 'not-yet', 'production.lock'))).toBe(false);
+    const second = await run(process.execPath, [...NODE_FLAGS, CLI, 'migrate', '--env', 'production'], env);
+    expect(second.stdout).toBe('production: up to date\n');
   });
 
   it('a lock left by a process that died is taken over', async () => {
