@@ -3,6 +3,7 @@
 // requeues. The bot's completions are in completion.ts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { recordAudit } from '../platform/audit.js';
+import { assertMaySeeReport, punishmentFlagged } from '../platform/auth/report-access.js';
 import { errors } from '../platform/errors.js';
 import { recordEvent } from '../platform/events.js';
 import { actorOf } from '../platform/http/request-context.js';
@@ -124,9 +125,12 @@ export const disciplineRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const id = request.params.item_id;
       const db = request.environment.db;
-      await db.transaction(async (tx) => {
+      const item = await db.transaction(async (tx) => {
         const locked = await lockDelivery(tx, id);
         if (!locked) throw errors.deliveryNotFound(id);
+        // Who may act on a punishment's delivery is who may act on the punishment (its PATCH and
+        // revoke): decided from the flag of the report it cites as it is now, under the row's lock.
+        if (locked.punishment_id !== null) assertMaySeeReport(request, { is_supervisor: await punishmentFlagged(tx, locked.punishment_id) });
         if (locked.status !== 'failed') throw errors.conflict(`Only a failed item can be requeued (status ${locked.status})`, 'NOT_FAILED');
         if (locked.kind === 'user_lookup') {
           // One outstanding lookup per user (a unique index): a newer one may have been asked for.
@@ -149,8 +153,9 @@ export const disciplineRoutes: FastifyPluginAsyncTypebox = async (app) => {
           after: { status: 'pending', attempts: 0 },
           data: { item_id: id, kind: locked.kind, punishment_id: locked.punishment_id, last_error: locked.last_error },
         });
+        // The answer as the same transaction sees it, not as a later flag or erasure left it.
+        return deliveryWithPunishment(tx, request.principal, id);
       });
-      const item = await deliveryWithPunishment(db, request.principal, id);
       if (!item) throw errors.deliveryNotFound(id);
       return { success: true as const, item };
     },

@@ -1,0 +1,75 @@
+// Deliveries of punishments that cite a supervisor-flagged report (issue 38): the requeue asks the
+// visibility model as the punishment's PATCH and revoke do, and answers from inside its transaction.
+// Everything is made through the routes, as the bot and the dashboard make it.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
+import { chatId, signedIn, type Person } from './helpers/identity.js';
+
+const key = { authorization: PRODUCTION_KEY };
+let t: TestApp;
+let supervisor: Person;
+let manager: Person;
+beforeAll(async () => {
+  t = await createTestApp();
+  supervisor = await signedIn(t, { rank: 'Supervisor', clearance: 4 });
+  // manage_punishments (clearance 4), below supervisor rank.
+  manager = await signedIn(t, { rank: 'Senior Agent', clearance: 4 });
+});
+afterAll(() => t.close());
+
+async function call(method: 'GET' | 'POST', url: string, headers: Record<string, string>, payload?: object) {
+  return t.app.inject({ method, url, headers, ...(payload ? { payload } : {}) });
+}
+
+/** A punishment of a new person citing a new report (flagged or not), its issue delivery claimed by the bot and failed. */
+async function failedDelivery(flagged: boolean): Promise<{ itemId: number; punishmentId: string; reportId: string; userId: string }> {
+  const reportId = `FLAGGED-DELIVERY-${chatId()}`;
+  const userId = chatId();
+  const created = await call('POST', '/reports/create', key, { report_id: reportId, reporter: chatId(), reported: userId, reason: 'Harassment', notes: 'n', evidence: 'e', is_supervisor: flagged });
+  expect(created.statusCode, created.body).toBe(201);
+  const issued = await call('POST', '/punishments', supervisor.headers, { user_id: userId, reason: 'Harassment', duration: '7d', report_id: reportId });
+  expect(issued.statusCode, issued.body).toBe(201);
+  const punishmentId = issued.json().punishment.punishment_id as string;
+  // The bot drains the queue up to this punishment's delivery, failing it for good.
+  for (;;) {
+    const next = await call('GET', '/discipline/next', key);
+    expect(next.statusCode, 'the delivery was handed out').toBe(200);
+    const item = next.json().item as { item_id: number; punishment_id: string | null };
+    const done = await call('POST', `/discipline/${item.item_id}/complete`, key, item.punishment_id === punishmentId ? { result: 'failed', note: 'User not in guild' } : { result: 'success' });
+    expect(done.statusCode, done.body).toBe(200);
+    if (item.punishment_id === punishmentId) return { itemId: item.item_id, punishmentId, reportId, userId };
+  }
+}
+
+const state = async (itemId: number) => ({
+  item: (await t.db.production.query('select status, attempts from discipline_deliveries where item_id = $1::bigint', [itemId])).rows[0],
+  events: (await t.db.production.query(`select type from events where type = 'delivery.requeued' and (data->>'item_id')::bigint = $1::bigint`, [itemId])).rows,
+});
+
+describe('POST /discipline/<item_id>/requeue of a delivery citing a flagged report', () => {
+  it('is refused below supervisor rank (403 SUPERVISOR_ONLY), as the punishment itself is: nothing written', async () => {
+    const { itemId } = await failedDelivery(true);
+    const before = await state(itemId);
+    expect(before).toEqual({ item: { status: 'failed', attempts: 1 }, events: [] });
+    const res = await call('POST', `/discipline/${itemId}/requeue`, manager.headers);
+    expect(res.statusCode).toBe(403);
+    expect(res.json()).toEqual({ success: false, code: 'SUPERVISOR_ONLY', error: 'Supervisor reports require supervisor rank' });
+    expect(await state(itemId)).toEqual(before);
+  });
+
+  it('a supervisor and the key requeue it; a delivery of an unflagged case stays the manager\'s to requeue', async () => {
+    const flagged = await failedDelivery(true);
+    const bySupervisor = await call('POST', `/discipline/${flagged.itemId}/requeue`, supervisor.headers);
+    expect(bySupervisor.statusCode, bySupervisor.body).toBe(200);
+    expect(bySupervisor.json().item).toMatchObject({ item_id: flagged.itemId, status: 'pending', attempts: 0, punishment: { punishment_id: flagged.punishmentId, report_id: flagged.reportId } });
+    expect(await state(flagged.itemId)).toEqual({ item: { status: 'pending', attempts: 0 }, events: [{ type: 'delivery.requeued' }] });
+
+    const again = await failedDelivery(true);
+    expect((await call('POST', `/discipline/${again.itemId}/requeue`, key)).statusCode).toBe(200);
+
+    const plain = await failedDelivery(false);
+    const byManager = await call('POST', `/discipline/${plain.itemId}/requeue`, manager.headers);
+    expect(byManager.statusCode, byManager.body).toBe(200);
+    expect(byManager.json().item).toMatchObject({ item_id: plain.itemId, status: 'pending', punishment: { report_id: plain.reportId } });
+  });
+});
