@@ -9,7 +9,7 @@ import { errors } from '../platform/errors.js';
 import { COMMON_ERRORS, errorResponses, pageOffset } from '../platform/http/schemas.js';
 import type { FastifyRequest } from 'fastify';
 import { readAction, cancelAction, listActions, lockAction, parseActionStatuses, type QueuedAction, type ReportActionRow } from '../queue/queries.js';
-import { requeueFailedAction } from '../queue/requeue.js';
+import { currentQueue, requeueFailedAction } from '../queue/requeue.js';
 import { Action, ActionParams } from '../queue/schemas.js';
 import { sweepStale, SWEEP_BATCH, type SweepResult, type SweptQueue } from '../queue/sweep.js';
 import type { Queryable, Tx } from '../platform/db/types.js';
@@ -127,8 +127,9 @@ export const adminQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
     'Cancel a pending or processing action (state cancelled; 409 otherwise); the bot completing it then gets 409 ACTION_ALREADY_COMPLETED',
     'admin.queue_cancelled',
     async (tx, request, id, reason) => {
-      const before = await lockAction(tx, id);
-      if (!before) throw errors.actionNotFound(id);
+      const locked = await lockAction(tx, id);
+      if (!locked) throw errors.actionNotFound(id);
+      const before = { ...locked, queue: await currentQueue(tx, locked) };
       assertMayWorkQueue(request, before.queue);
       if (before.status !== 'pending' && before.status !== 'processing') {
         throw errors.conflict(`Only a pending or processing action can be cancelled (status ${before.status})`, 'NOT_CANCELLABLE');

@@ -169,12 +169,12 @@ export async function completeAction(
   return { outcome: 'completed', action };
 }
 
-/** Failed back to pending with a fresh retry budget. */
-export async function requeueAction(tx: Tx, actionId: number): Promise<ReportActionRow> {
+/** Failed back to pending with a fresh retry budget, on `queue` (the one its report's flag decides). */
+export async function requeueAction(tx: Tx, actionId: number, queue: 'operator' | 'supervisor'): Promise<ReportActionRow> {
   const { rows } = await tx.query<ReportActionRow>(
-    `update report_actions set status = 'pending', attempts = 0, claimed_at = null, completed_at = null, updated_at = now()
+    `update report_actions set status = 'pending', attempts = 0, claimed_at = null, completed_at = null, queue = $2::text, updated_at = now()
      where action_id = $1::bigint returning *`,
-    [actionId],
+    [actionId, queue],
   );
   return rows[0]!;
 }
