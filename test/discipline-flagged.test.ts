@@ -73,3 +73,41 @@ describe('POST /discipline/<item_id>/requeue of a delivery citing a flagged repo
     expect(byManager.json().item).toMatchObject({ item_id: plain.itemId, status: 'pending', punishment: { report_id: plain.reportId } });
   });
 });
+
+describe('placeholders of a punishment citing a flagged report carry nothing of the report or its parties', () => {
+  it('GET /discipline/pending and GET /punishments below supervisor rank: no report id, no punished chat id; a user_id filter does not match them', async () => {
+    const reportId = `FLAGGED-PARTY-${chatId()}`;
+    const userId = chatId();
+    expect((await call('POST', '/reports/create', key, { report_id: reportId, reporter: chatId(), reported: userId, reason: 'Harassment', notes: 'n', evidence: 'e', is_supervisor: true })).statusCode).toBe(201);
+    const issued = await call('POST', '/punishments', supervisor.headers, { user_id: userId, reason: 'Harassment', duration: '7d', report_id: reportId });
+    expect(issued.statusCode, issued.body).toBe(201);
+    const punishmentId = issued.json().punishment.punishment_id as string;
+    const trainee = await signedIn(t, { rank: 'Agent', status: 'onboarding', clearance: 1 });
+    const agent = await signedIn(t, { rank: 'Agent', clearance: 3 });
+
+    for (const viewer of [trainee, agent, manager]) {
+      const pending = await call('GET', '/discipline/pending', viewer.headers);
+      expect(pending.statusCode).toBe(200);
+      const item = (pending.json().items as { punishment_id: string | null }[]).find((i) => i.punishment_id === punishmentId);
+      expect(item).toMatchObject({ restricted: true, user_id: null, punishment: { punishment_id: punishmentId, report_id: null, restricted: true } });
+      expect(pending.body, pending.body).not.toContain(userId);
+      expect(pending.body).not.toContain(reportId);
+    }
+    for (const viewer of [agent, manager]) {
+      const all = await call('GET', '/punishments', viewer.headers);
+      expect(all.statusCode, all.body).toBe(200);
+      expect(all.json().punishments).toContainEqual(expect.objectContaining({ punishment_id: punishmentId, report_id: null, restricted: true }));
+      expect(all.body).not.toContain(userId);
+      expect(all.body).not.toContain(reportId);
+      // A placeholder shows no user id, so a filter on one does not find it.
+      const filtered = await call('GET', `/punishments?user_id=${userId}`, viewer.headers);
+      expect(filtered.statusCode).toBe(200);
+      expect(filtered.json()).toMatchObject({ count: 0, punishments: [] });
+    }
+    // A supervisor sees it whole, found by the filter.
+    const whole = await call('GET', `/punishments?user_id=${userId}`, supervisor.headers);
+    expect(whole.json().punishments).toEqual([expect.objectContaining({ punishment_id: punishmentId, user_id: userId, report_id: reportId })]);
+    const pending = await call('GET', '/discipline/pending', supervisor.headers);
+    expect((pending.json().items as { punishment_id: string | null }[]).find((i) => i.punishment_id === punishmentId)).toMatchObject({ user_id: userId, punishment: { report_id: reportId } });
+  });
+});

@@ -16,7 +16,7 @@ export const DeliveryItem = Type.Object(
     item_id: Type.Integer(),
     kind: stringEnum(DELIVERY_KINDS, { description: 'issue, revoke, expire (lifts a lapsed punishment) or user_lookup' }),
     punishment_id: nullableString({ description: 'Null for a user_lookup' }),
-    user_id: Type.String({ description: 'Chat id of the punished or looked-up user' }),
+    user_id: nullableString({ description: 'Chat id of the punished or looked-up user; null on a restricted item' }),
     surface: stringEnum(['chat'] as const, { description: 'Where the bot delivers: the chat platform' }),
     status: stringEnum(DELIVERY_STATUSES),
     attempts: Type.Integer({ description: 'Times the item was handed out' }),
@@ -32,7 +32,7 @@ export const DeliveryItem = Type.Object(
     punishment: Type.Unsafe<PunishmentRow | RestrictedPunishment | null>({
       type: ['object', 'null'],
       additionalProperties: true,
-      description: 'The live punishment row, read when answering; null for a user_lookup; only {punishment_id, report_id, status, created_at, updated_at, restricted} when it cites a supervisor-flagged report the caller may not see',
+      description: 'The live punishment row, read when answering; null for a user_lookup; only {punishment_id, report_id: null, status, created_at, updated_at, restricted} when it cites a supervisor-flagged report the caller may not see',
     }),
     restricted: Type.Optional(Type.Literal(true, { description: 'Its punishment cites a supervisor-flagged report the caller may not see: result_note, last_error and ref are withheld' })),
   },

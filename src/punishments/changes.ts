@@ -4,12 +4,11 @@
 import { profileVisibleToSql } from '../platform/auth/report-access.js';
 import type { Queryable, Tx } from '../platform/db/types.js';
 import type { Principal } from '../platform/auth/principal.js';
-import { punishmentColumns, type PunishmentFilter, type PunishmentRow, type StoredProfile } from './queries.js';
+import { punishmentColumns, punishmentFilterSql, type PunishmentFilter, type PunishmentRow, type StoredProfile } from './queries.js';
 
-export async function countPunishments(db: Queryable, filter: Omit<PunishmentFilter, 'limit' | 'offset'>): Promise<number> {
+export async function countPunishments(db: Queryable, principal: Principal | null, filter: Omit<PunishmentFilter, 'limit' | 'offset'>): Promise<number> {
   const { rows } = await db.query<{ count: number }>(
-    `select count(*)::int as count from punishments
-     where ($1::text is null or user_id = $1::text) and ($2::text is null or status = $2::text)`,
+    `select count(*)::int as count from punishments p where ${punishmentFilterSql(principal, filter)}`,
     [filter.user_id ?? null, filter.status ?? null],
   );
   return rows[0]!.count;

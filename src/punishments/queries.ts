@@ -3,7 +3,7 @@
 // Revoked only by the revoke route. Every change that the chat platform must hear of enqueues a
 // discipline delivery in the same transaction.
 import { randomInt } from 'node:crypto';
-import { maySeeReport, profileVisibleToSql, punishmentFlaggedSql } from '../platform/auth/report-access.js';
+import { maySeeReport, profileVisibleToSql, punishmentFlaggedSql, seesFlaggedReports } from '../platform/auth/report-access.js';
 import type { Queryable, Tx } from '../platform/db/types.js';
 import type { Principal } from '../platform/auth/principal.js';
 
@@ -79,10 +79,13 @@ export const punishmentJson = (p: string) => `jsonb_build_object(
   'revoked_by', ${p}.revoked_by, 'revoke_reason', ${p}.revoke_reason, 'expired_at', iso_utc(${p}.expired_at),
   'created_at', iso_utc(${p}.created_at), 'updated_at', iso_utc(${p}.updated_at))`;
 
-/** What those who may not see the report a punishment cites learn of it (report-access.ts). */
+/**
+ * What those who may not see the report a punishment cites learn of it (report-access.ts): that it
+ * exists and where it stands, nothing of the report (not even its id) nor of the person punished.
+ */
 export interface RestrictedPunishment {
   punishment_id: string;
-  report_id: string | null;
+  report_id: null;
   status: PunishmentStatus;
   created_at: string;
   updated_at: string;
@@ -91,7 +94,7 @@ export interface RestrictedPunishment {
 
 export const restrictedPunishment = (p: Pick<PunishmentRow, 'punishment_id' | 'report_id' | 'status' | 'created_at' | 'updated_at'>): RestrictedPunishment => ({
   punishment_id: p.punishment_id,
-  report_id: p.report_id,
+  report_id: null,
   status: p.status,
   created_at: p.created_at,
   updated_at: p.updated_at,
@@ -131,11 +134,21 @@ export interface PunishmentFilter {
   offset: number;
 }
 
+/**
+ * The condition of a punishment list and of its count ($1 the user id, $2 the status). A placeholder
+ * shows no user id, so a filter on one never matches it: the answer, or its count, would otherwise
+ * say that person was punished in a flagged case.
+ */
+export function punishmentFilterSql(principal: Principal | null, filter: Pick<PunishmentFilter, 'user_id'>): string {
+  const hidden = filter.user_id !== undefined && !seesFlaggedReports(principal) ? ` and not ${punishmentFlaggedSql('p')}` : '';
+  return `($1::text is null or p.user_id = $1::text)${hidden} and ($2::text is null or p.status = $2::text)`;
+}
+
 /** Newest first; filters are optional. */
 export async function listPunishments(db: Queryable, principal: Principal | null, filter: PunishmentFilter): Promise<(Punishment | RestrictedPunishment)[]> {
   const { rows } = await db.query<PunishmentRead>(
     `${punishmentSelect(principal)}
-     where ($1::text is null or p.user_id = $1::text) and ($2::text is null or p.status = $2::text)
+     where ${punishmentFilterSql(principal, filter)}
      order by p.created_at desc, p.creation_order desc limit $3::int offset $4::int`,
     [filter.user_id ?? null, filter.status ?? null, filter.limit, filter.offset],
   );

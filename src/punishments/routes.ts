@@ -81,7 +81,7 @@ export const punishmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const db = request.environment.db;
       const { user_id, status, limit, offset } = request.query;
       const filter = { ...(user_id !== undefined ? { user_id } : {}), ...(status !== undefined ? { status } : {}) };
-      const [count, punishments] = await Promise.all([countPunishments(db, filter), listPunishments(db, request.principal, { ...filter, limit, offset })]);
+      const [count, punishments] = await Promise.all([countPunishments(db, request.principal, filter), listPunishments(db, request.principal, { ...filter, limit, offset })]);
       return { success: true as const, count, punishments };
     },
   );

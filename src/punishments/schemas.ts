@@ -111,13 +111,13 @@ export const Punishment = Type.Object({
 export const RestrictedPunishment = Type.Object(
   {
     punishment_id: Type.String(),
-    report_id: nullableString(),
+    report_id: Type.Null({ description: 'Not shown: not even the id of the report it cites' }),
     status: Status,
     created_at: timestamp(),
     updated_at: timestamp(),
     restricted: Type.Literal(true),
   },
-  { description: 'Cites a supervisor-flagged report the caller may not see: nothing else is shown' },
+  { description: 'Cites a supervisor-flagged report the caller may not see: nothing else is shown, neither the report nor the person punished' },
 );
 
 export const PunishmentResult = Type.Object({ success: Type.Literal(true), punishment: Punishment });
