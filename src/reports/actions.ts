@@ -5,6 +5,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type { Queryable, Tx } from '../platform/db/types.js';
 import { sessionAgent } from '../platform/auth/guards.js';
+import type { Principal } from '../platform/auth/principal.js';
 import { assertMayWorkOnReport, type ReportWork } from '../platform/auth/report-access.js';
 import { errors } from '../platform/errors.js';
 import { recordEvent } from '../platform/events.js';
@@ -25,11 +26,11 @@ export async function lockReport(tx: Tx, request: FastifyRequest, reportId: stri
 }
 
 /**
- * Read after the commit, on the pool: loadFullReport runs its queries side by side, which one
- * transaction's connection cannot do. A report deleted in between is gone for the caller too.
+ * A write's answer: the report as a GET by the same principal would show it, read inside the
+ * write's transaction, so a flag or an erasure committed just after cannot leak into it.
  */
-export async function fullReport(db: Queryable, reportId: string): Promise<FullReport> {
-  const report = await loadFullReport(db, reportId);
+export async function fullReport(tx: Queryable, principal: Principal | null, reportId: string): Promise<FullReport> {
+  const report = await loadFullReport(tx, principal, reportId);
   if (!report) throw errors.notFound(`Report ${reportId}`);
   return report;
 }
@@ -122,12 +123,12 @@ export const reportActionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       // Claiming assigns the signed-in agent: the bot has nobody to assign.
       if (action === 'claim') sessionAgent(request);
       const db = request.environment.db;
-      const id = await db.transaction(async (tx) => {
+      const report = await db.transaction(async (tx) => {
         const locked = await lockReport(tx, request, request.params.report_id, action === 'claim' ? 'claim' : 'act');
         await applyAction(tx, request, locked, action, reason);
-        return locked.report_id;
+        return fullReport(tx, request.principal, locked.report_id);
       });
-      return { success: true as const, action, queued: true as const, report: await fullReport(db, id) };
+      return { success: true as const, action, queued: true as const, report };
     },
   );
 
@@ -145,12 +146,12 @@ export const reportActionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const db = request.environment.db;
-      const id = await db.transaction(async (tx) => {
+      const report = await db.transaction(async (tx) => {
         const locked = await lockReport(tx, request, request.params.report_id, 'act');
         await applyAction(tx, request, locked, 'investigate', 'Investigation started', false);
-        return locked.report_id;
+        return fullReport(tx, request.principal, locked.report_id);
       });
-      return { success: true as const, report: await fullReport(db, id) };
+      return { success: true as const, report };
     },
   );
 
@@ -168,7 +169,7 @@ export const reportActionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const db = request.environment.db;
-      const reportId = await db.transaction(async (tx) => {
+      const report = await db.transaction(async (tx) => {
         const locked = await lockReport(tx, request, request.params.report_id, 'act');
         if (locked.status !== 'Under Investigation') throw errors.conflict('No investigation is in progress', 'NO_INVESTIGATION');
         const id = locked.report_id;
@@ -188,9 +189,9 @@ export const reportActionRoutes: FastifyPluginAsyncTypebox = async (app) => {
           data: { action: 'conclude' },
           isSupervisor: locked.is_supervisor,
         });
-        return id;
+        return fullReport(tx, request.principal, id);
       });
-      return { success: true as const, report: await fullReport(db, reportId) };
+      return { success: true as const, report };
     },
   );
 };

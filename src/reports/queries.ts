@@ -2,6 +2,8 @@
 // and evidence routes; every write goes through the caller's transaction.
 import type { Queryable, Tx } from '../platform/db/types.js';
 import type { Actor } from '../platform/events.js';
+import type { Principal } from '../platform/auth/principal.js';
+import { profileVisibleToSql, seesFlaggedReports } from '../platform/auth/report-access.js';
 
 /** The complete display status set (docs/decisions.md). */
 export const REPORT_STATUSES = ['Open', 'Under Investigation', 'Pending', 'Appealed', 'Validated', 'Invalidated'] as const;
@@ -85,7 +87,20 @@ export interface FullReport extends ReportRow {
  * The full report: base fields, notes, evidence, timeline, chat profile snapshots, resolved names.
  * One statement (one round trip, also inside a transaction), the lists built as JSON in SQL.
  */
-export async function loadFullReport(db: Queryable, reportId: string): Promise<FullReport | undefined> {
+/**
+ * The stored chat profiles of report r's parties that the principal may see: not a party's of a
+ * report flagged now (or deleted flagged), below supervisor rank (report-access.ts), whichever
+ * report names them.
+ */
+const chatProfilesSql = (principal: Principal | null) => `coalesce((select jsonb_agg(jsonb_build_object('chat_id', p.chat_id,
+         'username', p.username, 'global_name', p.global_name, 'avatar', p.avatar, 'profile', p.profile,
+         'updated_at', iso_utc(p.updated_at)) order by p.chat_id)
+       from chat_profiles p where p.chat_id in (r.reporter, r.reported) and ${profileVisibleToSql(principal, 'p.chat_id')}), '[]'::jsonb)`;
+
+/** Everything, for what the service keeps rather than answers (a deleted report's pre-image). */
+export const WHOLE: Principal = { kind: 'key' };
+
+export async function loadFullReport(db: Queryable, principal: Principal | null, reportId: string): Promise<FullReport | undefined> {
   const { rows } = await db.query<FullReport>(
     `select ${reportColumns('r')},
        (select a.name from agents a where a.chat_id = r.assigned_agent) as assigned_agent_name,
@@ -101,13 +116,12 @@ export async function loadFullReport(db: Queryable, reportId: string): Promise<F
                   'actor_kind', t.actor_kind, 'actor_chat_id', t.actor_chat_id, 'actor_name', t.actor_name,
                   'created_at', iso_utc(t.created_at)) order by t.created_at, t.id)
                  from report_timeline t where t.report_id = r.report_id and t.report_life = r.creation_order), '[]'::jsonb) as timeline,
-       coalesce((select jsonb_agg(jsonb_build_object('chat_id', p.chat_id, 'username', p.username, 'global_name', p.global_name,
-                  'avatar', p.avatar, 'profile', p.profile, 'updated_at', iso_utc(p.updated_at)) order by p.chat_id)
-                 from chat_profiles p where p.chat_id in (r.reporter, r.reported)), '[]'::jsonb) as chat_profiles
+       ${chatProfilesSql(principal)} as chat_profiles
      from reports r where r.report_id = $1::text`,
     [reportId],
-    // Planning its five subqueries costs more than running them for one report.
-    { name: 'full_report' },
+    // Planning its five subqueries costs more than running them for one report. One name per
+    // form of the text: with the model's profile condition, or without it for those who see all.
+    { name: `full_report_${seesFlaggedReports(principal) ? 'all' : 'model'}` },
   );
   return rows[0];
 }
@@ -139,7 +153,7 @@ export type CreatedReport = ReportRow & Pick<FullReport, 'assigned_agent_name' |
  * needs no read-back. A report created under investigation has its investigation in progress
  * from now, as the investigate action would set it.
  */
-export async function insertReport(tx: Tx, report: NewReport): Promise<CreatedReport | undefined> {
+export async function insertReport(tx: Tx, principal: Principal | null, report: NewReport): Promise<CreatedReport | undefined> {
   const { rows } = await tx.query<CreatedReport>(
     `with r as (
        insert into reports (report_id, reporter, reported, reason, notes, evidence, reporter_name, reported_name, status,
@@ -151,9 +165,7 @@ export async function insertReport(tx: Tx, report: NewReport): Promise<CreatedRe
        returning ${reportColumns()})
      select ${reportColumns('r')},
        (select a.name from agents a where a.chat_id = r.assigned_agent) as assigned_agent_name,
-       coalesce((select jsonb_agg(jsonb_build_object('chat_id', p.chat_id, 'username', p.username, 'global_name', p.global_name,
-                  'avatar', p.avatar, 'profile', p.profile, 'updated_at', iso_utc(p.updated_at)) order by p.chat_id)
-                 from chat_profiles p where p.chat_id in (r.reporter, r.reported)), '[]'::jsonb) as chat_profiles
+       ${chatProfilesSql(principal)} as chat_profiles
      from r`,
     [
       report.report_id, report.reporter, report.reported, report.reason, report.notes, report.evidence,

@@ -11,7 +11,7 @@ import { COMMON_ERRORS, errorResponses } from '../platform/http/schemas.js';
 import { listAllReports, listReportPage, redact } from './list.js';
 import {
   addTimeline, deleteReportWithPreImage, findReport, fullReportOfCreated, insertInitialEvidence, insertReport, loadFullReport, REPORT_STATUSES,
-  updateReportFields, upsertChatProfile, type ReportChanges, type ReportRow, type ReportStatus,
+  updateReportFields, upsertChatProfile, WHOLE, type ReportChanges, type ReportRow, type ReportStatus,
 } from './queries.js';
 import {
   ChatProfilesBody, ChatProfilesResult, CreateReportBody, DeleteReportBody, DeleteReportResult, FullReportResult, Ok, ReportList,
@@ -66,7 +66,7 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       assertMaySeeReport(request, { is_supervisor: body.is_supervisor === true });
       const actor = actorOf(request);
       const report = await request.environment.db.transaction(async (tx) => {
-        const created = await insertReport(tx, body);
+        const created = await insertReport(tx, request.principal, body);
         if (!created) throw errors.conflict(`Report ${body.report_id} already exists`, 'DUPLICATE');
         const { assigned_agent_name: _name, chat_profiles: _profiles, ...row } = created;
         const timeline = await addTimeline(tx, row.report_id, 'Report created', actor);
@@ -125,7 +125,7 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: { tags, operationId: 'getReport', summary: 'One full report', params: ReportParams, response: { 200: FullReportResult, ...errorResponses(400, 404, ...COMMON_ERRORS) } },
     },
     async (request) => {
-      const report = await loadFullReport(readDb(request), request.params.report_id);
+      const report = await loadFullReport(readDb(request), request.principal, request.params.report_id);
       if (!report) throw errors.notFound(`Report ${request.params.report_id}`);
       assertMaySeeReport(request, report);
       return { success: true as const, report };
@@ -155,7 +155,7 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         if (!current) throw errors.notFound(`Report ${request.params.report_id}`);
         assertMayUpdateReport(request, current, fields);
         await applyReportUpdate(tx, current, body, actorOf(request), request.id);
-        return (await loadFullReport(tx, current.report_id))!;
+        return (await loadFullReport(tx, request.principal, current.report_id))!;
       });
       return { success: true as const, report };
     },
@@ -186,7 +186,7 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         const current = await findReport(tx, request.params.report_id, { forUpdate: true });
         if (!current) throw errors.notFound(`Report ${request.params.report_id}`);
         assertMayWorkOnReport(request, current, 'delete');
-        const preImage = (await loadFullReport(tx, current.report_id))!;
+        const preImage = (await loadFullReport(tx, WHOLE, current.report_id))!;
         const { deleted_at } = await deleteReportWithPreImage(tx, { reportId: current.report_id, preImage, reason, deletedBy: actor, correlationId: request.id });
         // Written after the row is gone: it belongs to the pre-image (migration 0025).
         await addTimeline(tx, current.report_id, `Report deleted: ${reason}`, actor);

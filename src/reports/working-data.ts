@@ -76,10 +76,9 @@ export const reportWorkingDataRoutes: FastifyPluginAsyncTypebox = async (app) =>
         await addTimeline(tx, report.report_id, 'Note added', actor);
         await recordEvent(tx, { ...eventBase(request, report), type: 'report.note_added', data: { note_id: note.id } });
         await touchReport(tx, report.report_id);
-        return { note, reportId: report.report_id };
+        return { note, report: await fullReport(tx, request.principal, report.report_id) };
       });
-      const { reportId, ...written } = result;
-      return reply.code(201).send({ success: true as const, ...written, report: await fullReport(db, reportId) });
+      return reply.code(201).send({ success: true as const, ...result });
     },
   );
 
@@ -112,10 +111,9 @@ export const reportWorkingDataRoutes: FastifyPluginAsyncTypebox = async (app) =>
         await addTimeline(tx, report.report_id, `Evidence added: ${description}`, actor);
         await recordEvent(tx, { ...eventBase(request, report), type: 'report.updated', after: { evidence_id: evidence.id }, data: { evidence_id: evidence.id } });
         await touchReport(tx, report.report_id);
-        return { evidence, reportId: report.report_id };
+        return { evidence, report: await fullReport(tx, request.principal, report.report_id) };
       });
-      const { reportId, ...written } = result;
-      return reply.code(201).send({ success: true as const, ...written, report: await fullReport(db, reportId) });
+      return reply.code(201).send({ success: true as const, ...result });
     },
   );
 
@@ -139,10 +137,9 @@ export const reportWorkingDataRoutes: FastifyPluginAsyncTypebox = async (app) =>
         const entry = await addTimeline(tx, report.report_id, request.body.event, actorOf(request));
         await recordEvent(tx, { ...eventBase(request, report), type: 'report.timeline_entry_added', data: { timeline_id: entry.id } });
         await touchReport(tx, report.report_id);
-        return { event: entry, reportId: report.report_id };
+        return { event: entry, report: await fullReport(tx, request.principal, report.report_id) };
       });
-      const { reportId, ...written } = result;
-      return reply.code(201).send({ success: true as const, ...written, report: await fullReport(db, reportId) });
+      return reply.code(201).send({ success: true as const, ...result });
     },
   );
 };
