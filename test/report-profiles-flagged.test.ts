@@ -64,3 +64,23 @@ describe('a flagged party\'s stored profile in the answers on other reports', ()
     expect(whole.json().report.chat_profiles).toEqual([expect.objectContaining({ chat_id: person, username: canary })]);
   });
 });
+
+describe('GET /reports filters on what a placeholder does not show', () => {
+  it('contact_open matches no flagged report below supervisor rank, in the rows or the total; a supervisor finds it', async () => {
+    const reportId = `FLAGGED-CONTACT-${chatId()}`;
+    expect((await call('POST', '/reports/create', key, { report_id: reportId, reporter: chatId(), reported: chatId(), reason: 'Harassment', notes: 'n', evidence: 'e', is_supervisor: true })).statusCode).toBe(201);
+    const contacted = await call('POST', `/reports/${reportId}/action`, key, { action: 'contact_reporter', reason: 'Tell us more' });
+    expect(contacted.statusCode, contacted.body).toBe(200);
+    const listed = (query: string, who: Person) => call('GET', `/reports?limit=200&${query}`, who.headers).then((r) => r.json() as { total: number; reports: { report_id: string }[] });
+
+    for (const query of ['type=supervisor&contact_open=true', 'contact_open=true', 'contact_open=true&statuses=Open']) {
+      const page = await listed(query, agent);
+      expect(page.reports.map((r) => r.report_id)).not.toContain(reportId);
+      if (query.startsWith('type=supervisor')) expect(page).toMatchObject({ total: 0, reports: [] });
+      expect((await listed(query, supervisor)).reports.map((r) => r.report_id)).toContain(reportId);
+    }
+    // Without the filter, the placeholder takes its place, by what it shows.
+    const all = await listed('type=supervisor', agent);
+    expect(all.reports).toContainEqual({ report_id: reportId, is_supervisor: true, restricted: true, status: 'Open', created_at: expect.any(String), updated_at: expect.any(String) });
+  });
+});

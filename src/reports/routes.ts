@@ -105,8 +105,12 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       let statuses = parseStatuses(q.statuses);
       if (q.status !== undefined) statuses = statuses ? statuses.filter((s) => s === q.status) : [q.status];
       const offset = q.offset ?? 0;
-      const pageQuery = { limit: q.limit, offset, statuses, type: q.type, contactOpen: q.contact_open, sort: q.sort };
-      const page = await listReportPage(db, pageQuery);
+      // A placeholder matches a filter only by what it shows: not whether a contact thread is open,
+      // so below supervisor rank that filter keeps to reports not flagged (the rows and the total).
+      const hidden = !supervisor && q.contact_open !== undefined;
+      const pageQuery = { limit: q.limit, offset, statuses, type: hidden ? ('operator' as const) : q.type, contactOpen: q.contact_open, sort: q.sort };
+      const found = await listReportPage(db, pageQuery);
+      const page = hidden && q.type === 'supervisor' ? { ...found, rows: [], total: 0 } : found;
       return {
         success: true as const,
         reports: redact(page.rows, supervisor),
