@@ -12,6 +12,7 @@ let t: TestApp;
 let agent: Person;
 let senior: Person;
 let director: Person;
+let punishmentId: string;
 beforeAll(async () => {
   t = await createTestApp();
   agent = await signedIn(t, { rank: 'Agent', clearance: 2 });
@@ -38,6 +39,7 @@ describe('a report flagged supervisor after the fact', () => {
     expect(corrected.statusCode).toBe(200);
     const issued = await post('/punishments', director.headers, { user_id: '300000000000000001', reason: 'SECRET-PUNISHMENT', report_id: id });
     expect(issued.statusCode).toBe(201);
+    punishmentId = issued.json().punishment.punishment_id;
     // Visible to the Agent before the flag: the test would pass by finding nothing otherwise.
     expect(JSON.stringify((await get('/actions/pending/operator', agent.headers)).json())).toContain('SECRET-PAYLOAD');
     const flagged = await patch(id, { is_supervisor: true });
@@ -90,7 +92,9 @@ describe('a report flagged supervisor after the fact', () => {
     expect((await get(`/reports/${id}`, agent.headers)).statusCode).toBe(403);
     const list = (await get('/punishments', senior.headers)).json();
     expect(JSON.stringify(list)).not.toContain('SECRET');
-    expect(list.punishments.find((p: Row) => p.report_id === id)).toMatchObject({ restricted: true });
+    // The placeholder carries nothing of the report, not even its id (issue 38).
+    expect(list.punishments.find((p: Row) => p.punishment_id === punishmentId)).toMatchObject({ restricted: true, report_id: null });
+    expect(JSON.stringify(list)).not.toContain(id);
   });
 });
 
