@@ -89,8 +89,7 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
   const app = Fastify({
     ...(requestLogging ? { loggerInstance: log } : { logger: false }),
     bodyLimit: BODY_LIMIT,
-    // A hop count as Fastify reads one: the last n addresses of X-Forwarded-For are proxies.
-    trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
+    trustProxy: config.trustProxy,
     // Honour a caller's request id when it is a sane token; otherwise mint one.
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
@@ -251,9 +250,4 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
 
   if (ownsEnvironments) app.addHook('onClose', () => environments.close());
   return app as unknown as FastifyInstance;
-}
-
-/** Trusts the `hops` nearest proxies: the address each appended is believed, one written before them is not. */
-function trustHops(hops: number): (address: string, hop: number) => boolean {
-  return (_address, hop) => hop < hops;
 }

@@ -27,7 +27,7 @@ export interface Config {
   serviceName: string;
   dataDir: string;
   logLevel: string;
-  trustProxy: boolean | number | string[];
+  trustProxy: boolean | string[];
   environments: Record<EnvironmentName, EnvironmentConfig>;
   /** Undefined when any of the three OAuth application values is missing: its routes answer 503. */
   chatOAuth: ChatOAuthConfig | undefined;

@@ -167,7 +167,7 @@ describe('parseConfig', () => {
     [{ REALTIME_MAX_CONNECTIONS_PER_ADDRESS: '0' }, 'REALTIME_MAX_CONNECTIONS_PER_ADDRESS: expected a whole number from 1 to 1000000 (got "0")'],
     [{ REALTIME_MAX_CONNECTIONS: '20k' }, 'REALTIME_MAX_CONNECTIONS: expected a whole number from 1 to 1000000 (got "20k")'],
     [{ SIGNIN_RATE_LIMIT_PER_MINUTE: '2.5' }, 'SIGNIN_RATE_LIMIT_PER_MINUTE: expected a whole number from 1 to 1000000 (got "2.5")'],
-    [{ TRUST_PROXY: 'maybe' }, 'TRUST_PROXY: expected true, false, a hop count from 1 to 100, or a list of proxy addresses/CIDRs'],
+    [{ TRUST_PROXY: 'maybe' }, 'TRUST_PROXY: expected true, false, or a list of proxy addresses/CIDRs'],
     [{ PRODUCTION_HOSTS: 'a.example.org', DEMO_HOSTS: 'A.example.org' }, 'PRODUCTION_HOSTS, DEMO_HOSTS: a.example.org listed in both'],
     [{ PRODUCTION_API_KEY: SAME, DEMO_API_KEY: SAME }, 'PRODUCTION_API_KEY, DEMO_API_KEY: each environment needs its own key'],
     [{ DEMO_API_KEY: 'short-key' }, 'DEMO_API_KEY: expected at least 16 characters (got "short-key")'],
