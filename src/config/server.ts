@@ -10,8 +10,15 @@ export function parsePort(raw: string): number {
   return port;
 }
 
+/**
+ * `true` believes the left-most X-Forwarded-For, which a client writes itself (only behind a proxy
+ * that replaces the header); the proxies' addresses or CIDRs believe only what they appended, the
+ * safe setting. A hop count is refused, as Fastify trusts nothing for one: it cannot tell a proxy
+ * from a client that reaches the service directly.
+ */
 export function parseTrustProxy(raw: string): boolean | string[] {
   if (raw === 'true' || raw === 'false') return raw === 'true';
+  if (/^\d+$/.test(raw)) throw new Error("expected true, false, or a list of proxy addresses/CIDRs (a hop count is not taken: list the proxies' addresses)");
   return parseList(raw, (v) => {
     if (!/^[0-9a-fA-F.:/]+$/.test(v)) throw new Error('expected true, false, or a list of proxy addresses/CIDRs');
     return v;

@@ -1,7 +1,7 @@
 // The discipline delivery queue (spec: States and transitions, Discipline delivery item). Items are
 // enqueued in the transaction of the change that asks for them; the bot claims them with
 // `for update skip locked`, after the shared stale sweep (queue/sweep.ts).
-import { maySeeReport, profileVisibleToSql, punishmentFlaggedSql, seesFlaggedReports } from '../platform/auth/report-access.js';
+import { maySeeReport, punishmentFlaggedSql } from '../platform/auth/report-access.js';
 import type { Queryable, Tx } from '../platform/db/types.js';
 import type { Principal } from '../platform/auth/principal.js';
 import { punishmentJson, restrictedPunishment, type PunishmentRow, type RestrictedPunishment } from '../punishments/queries.js';
@@ -41,17 +41,16 @@ export interface Delivery extends Omit<DeliveryRow, 'user_id'> {
   restricted?: true;
 }
 
-type DeliveryRead = Delivery & { report_flagged: boolean; user_visible: boolean };
+type DeliveryRead = Delivery & { report_flagged: boolean };
 
 /**
- * An item as this caller may see it, decided by the cited report's current flag, and for a lookup
- * (no punishment) by whether its person is a party of a flagged report, as their stored profile is
- * (report-access.ts).
+ * An item as this caller may see it, decided by the cited report's current flag (report-access.ts).
+ * A lookup cites none: hiding one by whether its person is a party of a flagged report would itself
+ * answer that question.
  */
 function shownDelivery(principal: Principal | null, row: DeliveryRead): Delivery {
-  const { report_flagged, user_visible, ...item } = row;
-  if (item.punishment === null) return user_visible ? item : { ...item, user_id: null, result_note: null, last_error: null, ref: null, restricted: true };
-  if (maySeeReport(principal, { is_supervisor: report_flagged })) return item;
+  const { report_flagged, ...item } = row;
+  if (item.punishment === null || maySeeReport(principal, { is_supervisor: report_flagged })) return item;
   // Nothing of the report or its parties: the punished person's chat id goes with the texts.
   return { ...item, user_id: null, result_note: null, last_error: null, ref: null, restricted: true, punishment: restrictedPunishment(item.punishment as PunishmentRow) };
 }
@@ -72,10 +71,8 @@ export async function enqueueDelivery(tx: Tx, item: NewDelivery): Promise<Delive
   return rows[0]!;
 }
 
-const withPunishment = (principal: Principal | null) => `select d.*, case when p.punishment_id is null then null else ${punishmentJson('p')} end as punishment,
-  ${punishmentFlaggedSql('p')} as report_flagged, ${profileVisibleToSql(principal, 'd.user_id')} as user_visible`;
-/** A statement's name per form of its text: the model's conditions, or none for those who see everything. */
-const named = (name: string, principal: Principal | null) => `${name}_${seesFlaggedReports(principal) ? 'all' : 'model'}`;
+const WITH_PUNISHMENT = `select d.*, case when p.punishment_id is null then null else ${punishmentJson('p')} end as punishment,
+  ${punishmentFlaggedSql('p')} as report_flagged`;
 
 /** Claims the oldest item that is due (a paced retry waits for its available_at), skipping locked rows. */
 export async function claimNextDelivery(db: Queryable): Promise<Delivery | undefined> {
@@ -88,7 +85,7 @@ export async function claimNextDelivery(db: Queryable): Promise<Delivery | undef
          order by available_at, item_id limit 1
          for update skip locked)
        returning *)
-     ${withPunishment({ kind: 'key' })} from claimed d left join punishments p on p.punishment_id = d.punishment_id`,
+     ${WITH_PUNISHMENT} from claimed d left join punishments p on p.punishment_id = d.punishment_id`,
     [],
     { name: 'claim_delivery' },
   );
@@ -98,10 +95,10 @@ export async function claimNextDelivery(db: Queryable): Promise<Delivery | undef
 
 export async function deliveryWithPunishment(db: Queryable, principal: Principal | null, itemId: number): Promise<Delivery | undefined> {
   const { rows } = await db.query<DeliveryRead>(
-    `${withPunishment(principal)} from discipline_deliveries d left join punishments p on p.punishment_id = d.punishment_id
+    `${WITH_PUNISHMENT} from discipline_deliveries d left join punishments p on p.punishment_id = d.punishment_id
      where d.item_id = $1::bigint`,
     [itemId],
-    { name: named('delivery_with_punishment', principal) },
+    { name: 'delivery_with_punishment' },
   );
   return rows[0] && shownDelivery(principal, rows[0]);
 }
@@ -119,7 +116,7 @@ export async function listDeliveries(
 ): Promise<{ count: number; items: Delivery[] }> {
   const [page, total] = await Promise.all([
     db.query<DeliveryRead>(
-      `${withPunishment(principal)} from discipline_deliveries d left join punishments p on p.punishment_id = d.punishment_id
+      `${WITH_PUNISHMENT} from discipline_deliveries d left join punishments p on p.punishment_id = d.punishment_id
        where d.status = any($1::text[]) order by d.created_at, d.item_id limit $2::int offset $3::int`,
       [options.statuses, options.limit, options.offset ?? 0],
     ),
