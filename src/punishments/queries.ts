@@ -3,7 +3,7 @@
 // Revoked only by the revoke route. Every change that the chat platform must hear of enqueues a
 // discipline delivery in the same transaction.
 import { randomInt } from 'node:crypto';
-import { maySeeReport, profileVisibleToSql, punishmentFlaggedSql, seesFlaggedReports } from '../platform/auth/report-access.js';
+import { filterKeepsToUnflagged, maySeeReport, profileVisibleToSql, punishmentFlaggedSql } from '../platform/auth/report-access.js';
 import type { Queryable, Tx } from '../platform/db/types.js';
 import type { Principal } from '../platform/auth/principal.js';
 
@@ -140,7 +140,7 @@ export interface PunishmentFilter {
  * say that person was punished in a flagged case.
  */
 export function punishmentFilterSql(principal: Principal | null, filter: Pick<PunishmentFilter, 'user_id'>): string {
-  const hidden = filter.user_id !== undefined && !seesFlaggedReports(principal) ? ` and not ${punishmentFlaggedSql('p')}` : '';
+  const hidden = filterKeepsToUnflagged(principal, filter.user_id) ? ` and not ${punishmentFlaggedSql('p')}` : '';
   return `($1::text is null or p.user_id = $1::text)${hidden} and ($2::text is null or p.status = $2::text)`;
 }
 

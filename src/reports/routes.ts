@@ -2,7 +2,7 @@
 // bot's chat-profile delivery. Every change is one transaction with its timeline row and event.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { assertMaySeeReport, assertMaySendReportFields, assertMayUpdateReport, assertMayWorkOnReport, seesFlaggedReports } from '../platform/auth/report-access.js';
+import { assertMaySeeReport, assertMaySendReportFields, assertMayUpdateReport, assertMayWorkOnReport, filterKeepsToUnflagged, seesFlaggedReports } from '../platform/auth/report-access.js';
 import { errors } from '../platform/errors.js';
 import type { Tx } from '../platform/db/types.js';
 import { recordEvent, type Actor } from '../platform/events.js';
@@ -105,9 +105,8 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       let statuses = parseStatuses(q.statuses);
       if (q.status !== undefined) statuses = statuses ? statuses.filter((s) => s === q.status) : [q.status];
       const offset = q.offset ?? 0;
-      // A placeholder matches a filter only by what it shows: not whether a contact thread is open,
-      // so below supervisor rank that filter keeps to reports not flagged (the rows and the total).
-      const hidden = !supervisor && q.contact_open !== undefined;
+      // A placeholder does not show whether a contact thread is open (report-access.ts).
+      const hidden = filterKeepsToUnflagged(request.principal, q.contact_open);
       const pageQuery = { limit: q.limit, offset, statuses, type: hidden ? ('operator' as const) : q.type, contactOpen: q.contact_open, sort: q.sort };
       const found = await listReportPage(db, pageQuery);
       const page = hidden && q.type === 'supervisor' ? { ...found, rows: [], total: 0 } : found;

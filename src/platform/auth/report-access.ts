@@ -46,6 +46,15 @@ export function seesFlaggedReports(principal: Principal | null | undefined): boo
 }
 
 /**
+ * Whether a list filtered on these values must keep to rows of reports not flagged: a placeholder
+ * matches a filter only by what it shows, so a filter on anything it hides (a punishment's user,
+ * a report's open contact thread) never matches one below supervisor rank, in rows or totals.
+ */
+export function filterKeepsToUnflagged(principal: Principal | null | undefined, ...hiddenFieldValues: unknown[]): boolean {
+  return !seesFlaggedReports(principal) && hiddenFieldValues.some((value) => value !== undefined);
+}
+
+/**
  * A flagged report of one of those ids (text expressions; a null names none): its live row, or a
  * deleted report's pre-image. One index probe per table for all the ids (= any of an array):
  * reports_flagged_idx and deleted_reports_flagged_idx, both partial, so both index-only.
