@@ -3,7 +3,7 @@
 // (migrations/0011_admin_audit.sql).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
-import { eventReportIds, visibleToSql } from '../platform/auth/report-access.js';
+import { eventReportIds, shownAfterSql, visibleToSql } from '../platform/auth/report-access.js';
 import type { Queryable } from '../platform/db/types.js';
 import type { Principal } from '../platform/auth/principal.js';
 import { readDb } from '../platform/http/request-context.js';
@@ -32,7 +32,7 @@ const AuditRow = Type.Object({
   target: nullableString(),
   reason: nullableString(),
   before: Type.Unknown({ description: 'State before the change (JSON), or null' }),
-  after: Type.Unknown({ description: 'State after the change (JSON), or null' }),
+  after: Type.Unknown({ description: 'State after the change (JSON), or null; a subject export or erasure without its total and counts below supervisor rank' }),
   correlation_id: Type.String(),
   created_at: timestamp(),
 });
@@ -76,12 +76,14 @@ function whereOf(filters: AuditFilters, principal: Principal | null): { where: s
   return { where: clauses.length ? `where ${clauses.join(' and ')}` : '', values };
 }
 
+/** A subject's export or erasure row is shown without its counts below supervisor rank (report-access.ts). */
 async function listAdminAudit(db: Queryable, principal: Principal | null, filters: AuditFilters, limit: number, offset: number) {
   const { where, values } = whereOf(filters, principal);
   const n = values.length;
   const [page, total] = await Promise.all([
     db.query<AuditRow>(
-      `select l.id, l.actor_kind, l.actor_chat_id, a.name as actor_name, l.action, l.target, l.reason, l.before, l.after, l.correlation_id, l.created_at
+      `select l.id, l.actor_kind, l.actor_chat_id, a.name as actor_name, l.action, l.target, l.reason, l.before,
+              ${shownAfterSql(principal, 'l.action', 'l.after')} as after, l.correlation_id, l.created_at
        from audit_log l left join agents a on a.chat_id = l.actor_chat_id
        ${where} order by l.created_at desc, l.id desc limit $${n + 1}::int offset $${n + 2}::int`,
       [...values, limit, offset],

@@ -1,7 +1,7 @@
 // GET /audit reads the canonical events table. Every filter, the search, the sort and the page
 // are SQL: a case id is found through the events' report id index, other text through the
 // trigram-indexed search_text column of migration 0005.
-import { anyReportFlaggedSql, eventReportIds, visibleToSql } from '../platform/auth/report-access.js';
+import { anyReportFlaggedSql, countingActionSql, eventReportIds, shownAfterSql, visibleToSql, withholdsCounts } from '../platform/auth/report-access.js';
 import type { Queryable } from '../platform/db/types.js';
 import type { Principal } from '../platform/auth/principal.js';
 import type { EventRecord } from '../platform/events.js';
@@ -75,6 +75,11 @@ interface Where {
   values: unknown[];
 }
 
+/** events.search_text (migration 0005) of the row as the caller is shown it. */
+const shownSearchText = (principal: Principal | null) =>
+  `lower(type || ' ' || coalesce(report_id, '') || ' ' || coalesce(actor_name, '') || ' ' || coalesce(before::text, '') || ' '
+     || coalesce((${shownAfterSql(principal, 'type', 'after')})::text, '') || ' ' || coalesce(data::text, ''))`;
+
 const whereOf = (conditions: readonly string[]) => (conditions.length > 0 ? `where ${conditions.join(' and ')}` : '');
 
 function whereClause(filter: AuditFilter): Where {
@@ -90,6 +95,11 @@ function whereClause(filter: AuditFilter): Where {
     const probe = indexProbe(term);
     if (probe === term) match.push(`search_text like '%' || ${param(escapeLike(term))}::text || '%'`);
     else match.push(`search_text like '%' || ${param(escapeLike(probe))}::text || '%' and strpos(search_text, ${param(term)}::text) > 0`);
+    // A row shown without its counts matches a search only by what it shows (as a placeholder
+    // matches filters: docs/access.md); the case leaves every other row to the index alone.
+    if (withholdsCounts(filter.principal)) {
+      match.push(`case when ${countingActionSql('type')} then strpos(${shownSearchText(filter.principal)}, ${param(term)}::text) > 0 else true end`);
+    }
   }
   if (filter.events.length > 0) {
     match.push(`lower(type) like any (${param(filter.events.map((e) => `%${escapeLike(e.toLowerCase())}%`))}::text[])`);
@@ -142,7 +152,7 @@ export async function searchEvents(db: Queryable, filter: AuditFilter): Promise<
   const n = where.values.length;
   const page = (where.hide.length > 0 && where.keep.length === 0 ? await pageOfCandidates(db, filter, where) : undefined) ??
     (await db.query<EventRecord>(
-      `select ${COLUMNS}, ${shownFlag(filter.principal)} as is_supervisor, created_at
+      `select ${shownColumns(filter.principal)}, ${shownFlag(filter.principal)} as is_supervisor, created_at
        from (select ${COLUMNS}, created_at from events ${all} order by ${ORDER[filter.sort]} limit $${n + 1}::int offset $${n + 2}::int) events
        order by ${ORDER[filter.sort]}`,
       [...where.values, filter.limit, filter.offset],
@@ -159,7 +169,10 @@ export async function searchEvents(db: Queryable, filter: AuditFilter): Promise<
   return { total: Math.min(total, AUDIT_TOTAL_CAP), totalCapped: total > AUDIT_TOTAL_CAP, events: page };
 }
 
-const COLUMNS = 'id, type, actor_kind, actor_chat_id, actor_name, report_id, before, after, data, correlation_id';
+const columns = (after: string) => `id, type, actor_kind, actor_chat_id, actor_name, report_id, before, ${after}, data, correlation_id`;
+const COLUMNS = columns('after');
+/** The columns as the caller is shown them: a subject's export or erasure without its counts below supervisor rank. */
+const shownColumns = (principal: Principal | null) => columns(`${shownAfterSql(principal, 'type', 'after')} as after`);
 
 /**
  * The page of a search whose conditions hide a few rows (the events of flagged reports, for those
@@ -175,7 +188,7 @@ async function pageOfCandidates(db: Queryable, filter: AuditFilter, where: Where
   const { rows } = await db.query<EventRecord & { candidates: number }>(
     `with candidates as materialized (
        select ${COLUMNS}, created_at from events ${whereOf(where.match)} order by ${ORDER[filter.sort]} limit $${n + 1}::int)
-     select ${COLUMNS}, false as is_supervisor, created_at, (select count(*) from candidates)::int as candidates
+     select ${shownColumns(filter.principal)}, false as is_supervisor, created_at, (select count(*) from candidates)::int as candidates
      from candidates events ${whereOf(where.hide)}
      order by ${ORDER[filter.sort]} limit $${n + 2}::int offset $${n + 3}::int`,
     [...where.values, size, filter.limit, filter.offset],

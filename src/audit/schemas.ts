@@ -41,7 +41,7 @@ export const AuditEvent = Type.Object({
   actor_name: nullableString(),
   report_id: nullableString(),
   before: Type.Unknown(),
-  after: Type.Unknown(),
+  after: Type.Unknown({ description: 'A subject export or erasure without its total and counts below supervisor rank' }),
   data: Type.Unknown(),
   correlation_id: Type.String(),
   is_supervisor: Type.Boolean({ description: 'A report the event is about is supervisor-flagged now' }),

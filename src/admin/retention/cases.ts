@@ -26,6 +26,8 @@ export interface ClosedCase {
   life: number;
   /** The report's updated_at: the change that closed it, or a later one (docs/decisions.md). */
   closedAt: string;
+  /** Its supervisor flag when erased: the event's is_supervisor, history only (docs/access.md). */
+  flagged: boolean;
 }
 
 /** Past the retention, not erased since it was last changed; `skip` are the ones this pass held or failed. */
@@ -34,14 +36,14 @@ const CANDIDATES_WHERE = `r.status in ('Validated', 'Invalidated') and r.updated
 
 /** The oldest closed case waiting, locked; null when none is left (but those in `skip`). */
 export async function nextClosedCase(tx: Tx, days: number, skip: readonly string[]): Promise<ClosedCase | null> {
-  const { rows } = await tx.query<{ report_id: string; life: number; closed_at: string }>(
-    `select r.report_id, r.creation_order as life, r.updated_at as closed_at from reports r
+  const { rows } = await tx.query<{ report_id: string; life: number; closed_at: string; is_supervisor: boolean }>(
+    `select r.report_id, r.creation_order as life, r.updated_at as closed_at, r.is_supervisor from reports r
       where ${CANDIDATES_WHERE} and r.report_id <> all($2::text[])
       order by r.updated_at, r.report_id limit 1 for update of r`,
     [days, skip],
   );
   const row = rows[0];
-  return row ? { reportId: row.report_id, life: Number(row.life), closedAt: row.closed_at } : null;
+  return row ? { reportId: row.report_id, life: Number(row.life), closedAt: row.closed_at, flagged: row.is_supervisor } : null;
 }
 
 /** How many closed cases wait for an erasure (those held included), counting stops at `cap`. */
@@ -110,11 +112,15 @@ export async function eraseClosedCase(tx: Tx, key: Buffer, c: ClosedCase, days: 
   const erasureId = `case-${rows[0]!.id}`;
   addSealedCounts(counts, await eraseSealed(tx, { id: erasureId, reference: RETENTION_REFERENCE }, sealedNaming(sealed, subjects), subjects));
   await tx.query('update case_erasures set counts = $2::jsonb where id = $1::bigint', [rows[0]!.id, JSON.stringify(counts)]);
+  // The event names the case by report id, where the visibility model looks: the erasure (and its
+  // admin audit row, by the event) is then exactly as hidden as the case is (issue 38, finding 5).
   await recordAdminChangeBy(tx, { kind: 'system' }, correlationId, {
     action: 'admin.case_erased',
     target: c.reportId,
     reason: `Retention: closed more than ${days} days ago (RETENTION_DAYS)`,
     after: { erasure_id: erasureId, reference: RETENTION_REFERENCE, closed_at: c.closedAt, people: persons.length, counts },
+    reportId: c.reportId,
+    isSupervisor: c.flagged,
   });
   return { erased: true, erasureId, counts };
 }

@@ -91,12 +91,37 @@ export function visibleToSql(principal: Principal | null | undefined, reportIdEx
 }
 
 /**
- * The reports a canonical event (table events, by its alias or name) is about: its report id, and the
- * report a punishment's before names when it moved to another one (its after names the event's).
+ * The reports a canonical event (table events, by its alias or name) is about: its report id, the
+ * report a punishment's before names when it moved to another one (its after names the event's),
+ * and the case a retention erasure of 0.3.0 names in its target only: its event was written
+ * without the report id, and sealed rows are not rewritten (issue 38, finding 5).
  */
 export function eventReportIds(alias: string): string[] {
   const column = (name: string) => `${alias}.${name}`;
-  return [column('report_id'), `nullif(${column('before')} ->> 'report_id', ${column('report_id')})`];
+  return [
+    column('report_id'),
+    `nullif(${column('before')} ->> 'report_id', ${column('report_id')})`,
+    `case when ${column('type')} = 'admin.case_erased' and ${column('report_id')} is null then ${column('data')} ->> 'target' end`,
+  ];
+}
+
+/**
+ * SQL: an admin audit row's action (or an event's type) is one whose row counts a person's rows
+ * across all their reports, flagged ones among them: a subject's export and erasure.
+ */
+export const countingActionSql = (action: string) => `${action} in ('admin.subject_exported', 'admin.subject_erased')`;
+
+/**
+ * Below supervisor rank every counting action's row is shown without its counts (`total`,
+ * `counts`), whatever the person's reports: withholding them only where a flagged report is
+ * counted would answer whether one is (issue 38, finding 5).
+ */
+export const withholdsCounts = (principal: Principal | null | undefined): boolean => !seesFlaggedReports(principal);
+
+/** SQL: the `after` (jsonb) of an admin audit row or event of that action (or type) as the principal is shown it. */
+export function shownAfterSql(principal: Principal | null | undefined, action: string, after: string): string {
+  if (!withholdsCounts(principal)) return after;
+  return `case when ${countingActionSql(action)} then ${after} - '{total,counts}'::text[] else ${after} end`;
 }
 
 /**
