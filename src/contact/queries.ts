@@ -1,4 +1,5 @@
 // Contact thread rows (spec: Contact threads). Writes take the caller's transaction.
+import type { ReportAccessFacts } from '../platform/auth/report-access.js';
 import type { Queryable, Tx } from '../platform/db/types.js';
 import type { Actor } from '../platform/events.js';
 
@@ -59,6 +60,57 @@ export async function loadThread(db: Queryable, thread: ThreadRow): Promise<Thre
     closed_by: thread.closed_by,
     closed_by_name: thread.closed_by_name,
     message_count: rows.length,
+  };
+}
+
+/** A thread as GET /reports/<id>/contact reads it, with what the policy needs of its report. */
+export interface ThreadRead {
+  report: ReportAccessFacts;
+  /** Undefined when the report has no thread. */
+  thread: Thread | undefined;
+}
+
+type ThreadReadRow = ReportAccessFacts & Omit<ThreadRow, 'report_id' | 'created_at'> & { thread_report_id: string | null } & {
+  [K in keyof MessageRow]: MessageRow[K] | null;
+};
+
+/**
+ * The report's flag and assignee, its thread and the thread's messages, in one statement: one
+ * snapshot, so the access decided from the flag read here is the access of the state the messages
+ * come from. Read in several statements, a flag committed between them let a caller below
+ * supervisor rank receive a thread of a report flagged before its messages were read, and the
+ * messages written under the flag (issue 38). A row per message (one for none); undefined when
+ * the report does not exist.
+ */
+export async function readThread(db: Queryable, reportId: string): Promise<ThreadRead | undefined> {
+  const { rows } = await db.query<ThreadReadRow>(
+    `select r.is_supervisor, r.assigned_agent, t.report_id as thread_report_id, t.closed, t.closed_at, t.closed_by, t.closed_by_name,
+            m.id, m.direction, m.body, m.sender_chat_id, m.sender_name, m.created_at
+     from reports r
+     left join contact_threads t on t.report_id = r.report_id
+     left join contact_messages m on m.report_id = t.report_id
+     where r.report_id = $1::text
+     order by m.created_at, m.id`,
+    [reportId],
+  );
+  const first = rows[0];
+  if (!first) return undefined;
+  const report = { is_supervisor: first.is_supervisor, assigned_agent: first.assigned_agent };
+  if (first.thread_report_id === null) return { report, thread: undefined };
+  const messages = rows
+    .filter((row) => row.id !== null)
+    .map(({ id, direction, body, sender_chat_id, sender_name, created_at }) => ({ id, direction, body, sender_chat_id, sender_name, created_at }) as MessageRow);
+  return {
+    report,
+    thread: {
+      report_id: first.thread_report_id,
+      messages,
+      closed: first.closed,
+      closed_at: first.closed_at,
+      closed_by: first.closed_by,
+      closed_by_name: first.closed_by_name,
+      message_count: messages.length,
+    },
   };
 }
 

@@ -4,38 +4,33 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { assertMayWorkOnReport } from '../platform/auth/report-access.js';
-import type { Queryable, Tx } from '../platform/db/types.js';
+import type { Tx } from '../platform/db/types.js';
 import { AppError, errors } from '../platform/errors.js';
 import { recordEvent } from '../platform/events.js';
 import { actorOf } from '../platform/http/request-context.js';
 import { COMMON_ERRORS, errorResponses } from '../platform/http/schemas.js';
 import { enqueueReportAction } from '../queue/queries.js';
 import { addTimeline, findReport, queueOf, touchReport, type ReportRow } from '../reports/queries.js';
-import { actorIdentity, addMessage, closeThread, findThread, loadThread, type ThreadRow } from './queries.js';
+import { actorIdentity, addMessage, closeThread, findThread, loadThread, readThread, type ThreadRow } from './queries.js';
 import { ReplyBody, ReportParams, RespondBody, ThreadResult } from './schemas.js';
 
 const tags = ['Contact threads'];
 
 const threadClosed = (message = 'The contact thread is closed') => errors.conflict(message, 'THREAD_CLOSED');
 
+const noThread = (reportId: string) => new AppError(404, `No contact thread for report ${reportId}`, 'NOT_FOUND');
+
 /**
- * The report and its thread, with the session gates (report-access.ts, contact work: supervisor
- * rank for flagged reports, and the assigned agent only). The gates run before
- * the thread lookup so that a caller who may not act learns nothing about the thread.
+ * The report and its thread, locked, with the session gates (report-access.ts, contact work:
+ * supervisor rank for flagged reports, and the assigned agent only). The gates run before the
+ * thread lookup so that a caller who may not act learns nothing about the thread.
  */
-async function reportAndThread(
-  db: Queryable,
-  request: FastifyRequest,
-  reportId: string,
-  options: { forUpdate?: boolean; gated?: boolean } = {},
-): Promise<{ report: ReportRow; thread: ThreadRow }> {
-  const report = await findReport(db, reportId, { forUpdate: options.forUpdate ?? false });
+async function lockReportAndThread(tx: Tx, request: FastifyRequest, reportId: string, gated: boolean): Promise<{ report: ReportRow; thread: ThreadRow }> {
+  const report = await findReport(tx, reportId, { forUpdate: true });
   if (!report) throw errors.notFound(`Report ${reportId}`);
-  if (options.gated !== false) {
-    assertMayWorkOnReport(request, report, 'contact');
-  }
-  const thread = await findThread(db, reportId, { forUpdate: options.forUpdate ?? false });
-  if (!thread) throw new AppError(404, `No contact thread for report ${reportId}`, 'NOT_FOUND');
+  if (gated) assertMayWorkOnReport(request, report, 'contact');
+  const thread = await findThread(tx, reportId, { forUpdate: true });
+  if (!thread) throw noThread(reportId);
   return { report, thread };
 }
 
@@ -48,7 +43,7 @@ const base = (request: FastifyRequest, report: ReportRow) => ({
 
 async function withReportLocked<T>(request: FastifyRequest, reportId: string, gated: boolean, fn: (tx: Tx, report: ReportRow, thread: ThreadRow) => Promise<T>): Promise<T> {
   return request.environment.db.transaction(async (tx) => {
-    const { report, thread } = await reportAndThread(tx, request, reportId, { forUpdate: true, gated });
+    const { report, thread } = await lockReportAndThread(tx, request, reportId, gated);
     return fn(tx, report, thread);
   });
 }
@@ -61,9 +56,13 @@ export const contactRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: { tags, operationId: 'getContactThread', summary: 'The contact thread of a report, messages oldest first', params: ReportParams, response: { 200: ThreadResult, ...errorResponses(400, 404, ...COMMON_ERRORS) } },
     },
     async (request) => {
-      const db = request.environment.db;
-      const { thread } = await reportAndThread(db, request, request.params.report_id);
-      return { success: true as const, thread: await loadThread(db, thread) };
+      const reportId = request.params.report_id;
+      // The gates decide from the report as the same statement read the thread (queries.ts readThread).
+      const read = await readThread(request.environment.db, reportId);
+      if (!read) throw errors.notFound(`Report ${reportId}`);
+      assertMayWorkOnReport(request, read.report, 'contact');
+      if (!read.thread) throw noThread(reportId);
+      return { success: true as const, thread: read.thread };
     },
   );
 

@@ -95,7 +95,7 @@ export const completionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const note = body.note ?? null;
       const ref = body.ref ?? null;
       const db = request.environment.db;
-      await db.transaction(async (tx) => {
+      const answer = await db.transaction(async (tx) => {
         const locked = await lockDelivery(tx, id);
         if (!locked) throw errors.deliveryNotFound(id);
         // A pending item is accepted: the bot may finish after the sweep requeued its claim.
@@ -117,10 +117,11 @@ export const completionRoutes: FastifyPluginAsyncTypebox = async (app) => {
           }
         }
         await recordEvent(tx, { ...(await deliveryEventBase(tx, request, locked)), type, before: { status: locked.status }, after, data });
+        // The answer as this transaction leaves the item, not as a later requeue or erasure left it.
+        return deliveryWithPunishment(tx, request.principal, id);
       });
-      const item = await deliveryWithPunishment(db, request.principal, id);
-      if (!item) throw errors.deliveryNotFound(id);
-      return { success: true as const, item };
+      if (!answer) throw errors.deliveryNotFound(id);
+      return { success: true as const, item: answer };
     },
   );
 

@@ -244,8 +244,38 @@ export function expiryFromDuration(duration: string, now = new Date()): string |
 const EXPIRY_BATCH = 500;
 
 /**
- * Expires every punishment in force whose expires_at has passed, in one statement: the status,
- * a `punishment.expired` event and the `expire` delivery that lifts it on the chat platform. Any
+ * Expires the punishments `due` selects ($2 and on its parameters): the status, a
+ * `punishment.expired` event and the `expire` delivery, in one statement ($1 the correlation id).
+ */
+const expireSql = (due: string) =>
+  `with due as (
+     select punishment_id, status as status_before from punishments
+     where status in ('Active', 'Appealed') and expires_at <= now() ${due}
+     for update
+   ), expired as (
+     update punishments p set status = 'Expired', expired_at = now(), updated_at = now()
+     from due where p.punishment_id = due.punishment_id and p.status in ('Active', 'Appealed')
+     returning p.*, due.status_before
+   ), delivered as (
+     insert into discipline_deliveries (kind, punishment_id, user_id)
+     select 'expire', punishment_id, user_id from expired
+     on conflict (punishment_id, kind) where punishment_id is not null do nothing
+     returning item_id, punishment_id
+   ), logged as (
+     insert into events (type, actor_kind, report_id, before, after, data, correlation_id, is_supervisor)
+     select 'punishment.expired', 'system', e.report_id,
+            jsonb_build_object('status', e.status_before),
+            jsonb_build_object('status', e.status, 'expired_at', iso_utc(e.expired_at)),
+            jsonb_build_object('punishment_id', e.punishment_id, 'user_id', e.user_id, 'expires_at', iso_utc(e.expires_at),
+                               'delivery_item_id', d.item_id),
+            $1::text, coalesce(r.is_supervisor, false)
+     from expired e left join delivered d on d.punishment_id = e.punishment_id
+     left join reports r on r.report_id = e.report_id
+   )
+   select punishment_id from expired order by punishment_id`;
+
+/**
+ * Expires every punishment in force whose expires_at has passed, in one statement. Any
  * number of instances may run this at once and each punishment expires exactly once: rows are
  * locked in one order (no deadlock), a row another sweep holds is waited for and then re-checked
  * (PostgreSQL re-evaluates the condition on the committed version, so it drops out), and the
@@ -254,34 +284,14 @@ const EXPIRY_BATCH = 500;
  */
 export async function expireDuePunishments(db: Queryable, correlationId: string): Promise<string[]> {
   const { rows } = await db.query<{ punishment_id: string }>(
-    `with due as (
-       select punishment_id, status as status_before from punishments
-       where status in ('Active', 'Appealed') and expires_at <= now()
-       order by expires_at, punishment_id limit ${EXPIRY_BATCH}
-       for update
-     ), expired as (
-       update punishments p set status = 'Expired', expired_at = now(), updated_at = now()
-       from due where p.punishment_id = due.punishment_id and p.status in ('Active', 'Appealed')
-       returning p.*, due.status_before
-     ), delivered as (
-       insert into discipline_deliveries (kind, punishment_id, user_id)
-       select 'expire', punishment_id, user_id from expired
-       on conflict (punishment_id, kind) where punishment_id is not null do nothing
-       returning item_id, punishment_id
-     ), logged as (
-       insert into events (type, actor_kind, report_id, before, after, data, correlation_id, is_supervisor)
-       select 'punishment.expired', 'system', e.report_id,
-              jsonb_build_object('status', e.status_before),
-              jsonb_build_object('status', e.status, 'expired_at', iso_utc(e.expired_at)),
-              jsonb_build_object('punishment_id', e.punishment_id, 'user_id', e.user_id, 'expires_at', iso_utc(e.expires_at),
-                                 'delivery_item_id', d.item_id),
-              $1::text, coalesce(r.is_supervisor, false)
-       from expired e left join delivered d on d.punishment_id = e.punishment_id
-       left join reports r on r.report_id = e.report_id
-     )
-     select punishment_id from expired order by punishment_id`,
+    expireSql(`order by expires_at, punishment_id limit ${EXPIRY_BATCH}`),
     [correlationId],
     { name: 'expire_punishments' },
   );
   return rows.map((r) => r.punishment_id);
+}
+
+/** The sweep's expiry of one punishment, inside a write that holds its row: it answers what a GET, sweeping first, would show. */
+export async function expirePunishmentIfDue(tx: Tx, punishmentId: string, correlationId: string): Promise<void> {
+  await tx.query(expireSql('and punishment_id = $2::text'), [correlationId, punishmentId], { name: 'expire_punishment' });
 }

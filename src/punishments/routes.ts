@@ -20,7 +20,7 @@ import {
   SERVER_MANAGED_FIELDS,
   UpdatePunishmentBody,
 } from './schemas.js';
-import { assertUpdateBody, issuePunishment, punishmentNotFound, revokeExisting, updatePunishment } from './writes.js';
+import { assertUpdateBody, issuePunishment, revokeExisting, shownOrRefused, updatePunishment } from './writes.js';
 
 const tags = ['Punishments'];
 
@@ -36,15 +36,9 @@ async function prepareBody(request: FastifyRequest): Promise<void> {
   if (field !== undefined) throw errors.validation(`body.${field} is server-managed and cannot be set`);
 }
 
-/**
- * Read after the commit, on the pool; a punishment is never deleted, so it is there. One citing a
- * report the caller may not see is refused as that report is (report-access.ts).
- */
+/** A GET's punishment: one citing a report the caller may not see is refused as that report is. */
 async function punishment(request: FastifyRequest, id: string): Promise<Punishment> {
-  const found = await loadPunishment(request.environment.db, request.principal, id);
-  if (!found) throw punishmentNotFound(id);
-  if ('restricted' in found) throw errors.forbidden('Supervisor reports require supervisor rank', 'SUPERVISOR_ONLY');
-  return found;
+  return shownOrRefused(await loadPunishment(request.environment.db, request.principal, id), id);
 }
 
 const sweep = (request: FastifyRequest) => expirePunishments(request.environment, request.id);
@@ -65,8 +59,8 @@ export const punishmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       await sweep(request);
-      const id = await issuePunishment(request, request.body);
-      return reply.code(201).send({ success: true as const, punishment: await punishment(request, id) });
+      // Each write answers from inside its transaction (writes.ts answerOf).
+      return reply.code(201).send({ success: true as const, punishment: await issuePunishment(request, request.body) });
     },
   );
 
@@ -116,9 +110,7 @@ export const punishmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const id = request.params.punishment_id;
       assertUpdateBody(id, request.body);
       await sweep(request);
-      // An expires_at moved into the past (a shorter duration) expires at once.
-      if (await updatePunishment(request, id, request.body)) await sweep(request);
-      return { success: true as const, punishment: await punishment(request, id) };
+      return { success: true as const, punishment: await updatePunishment(request, id, request.body) };
     },
   );
 
@@ -138,8 +130,7 @@ export const punishmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       await sweep(request);
-      const revoked = await revokeExisting(request, request.params.punishment_id, request.body.reason);
-      return { success: true as const, punishment: await punishment(request, revoked.punishment_id) };
+      return { success: true as const, punishment: await revokeExisting(request, request.params.punishment_id, request.body.reason) };
     },
   );
 

@@ -11,10 +11,34 @@ import { AppError, errors } from '../platform/errors.js';
 import { recordEvent } from '../platform/events.js';
 import { actorOf } from '../platform/http/request-context.js';
 import { findCitedReport, revokePunishment, updatePunishmentFields, type PunishmentChanges, type UpdatableColumn } from './changes.js';
-import { expiryFromDuration, insertPunishment, IN_FORCE, isEmptyDuration, lockPunishment, type PunishmentRow } from './queries.js';
+import {
+  expirePunishmentIfDue, expiryFromDuration, insertPunishment, IN_FORCE, isEmptyDuration, loadPunishment, lockPunishment,
+  type Punishment, type RestrictedPunishment,
+} from './queries.js';
 import { EDITABLE_FIELDS, type CreatePunishmentBody, type UpdatePunishmentBody } from './schemas.js';
 
 export const punishmentNotFound = (id: string) => new AppError(404, `Punishment ${id} not found`, 'PUNISHMENT_NOT_FOUND');
+
+/** A punishment as read for its caller, or the refusal of one citing a report they may not see (report-access.ts). */
+export function shownOrRefused(found: Punishment | RestrictedPunishment | undefined, id: string): Punishment {
+  if (!found) throw punishmentNotFound(id);
+  if ('restricted' in found) throw errors.forbidden('Supervisor reports require supervisor rank', 'SUPERVISOR_ONLY');
+  return found;
+}
+
+/**
+ * A write's answer, read in its transaction after the write, the punishment's row still held:
+ * what GET /punishments/<id> shows this caller at that moment, with the expiry its sweep would
+ * apply first. The cited report's flag is read again here, from the state the answer comes from:
+ * a flag committed since the write's check refuses the caller now, and the write rolls back with
+ * the refusal, as if the flag had come first, rather than answering 403 for a change that was
+ * made (issue 38). Locking the report for the write instead would order the punishment's row
+ * before the report's, the reverse of a report's deletion, which clears its punishments' report_id.
+ */
+async function answerOf(tx: Tx, request: FastifyRequest, id: string): Promise<Punishment> {
+  await expirePunishmentIfDue(tx, id, request.id);
+  return shownOrRefused(await loadPunishment(tx, request.principal, id), id);
+}
 
 /** A client sets Active or Appealed; Expired and Revoked are the service's own moves. */
 function assertSettableStatus(status: string | undefined): void {
@@ -48,8 +72,8 @@ async function citesSupervisorReport(tx: Tx, reportIds: (string | null)[]): Prom
   return rows[0]!.flagged;
 }
 
-/** Issues a punishment; returns its id. */
-export async function issuePunishment(request: FastifyRequest, body: CreatePunishmentBody): Promise<string> {
+/** Issues a punishment; returns it as the caller sees it. */
+export async function issuePunishment(request: FastifyRequest, body: CreatePunishmentBody): Promise<Punishment> {
   const agent = sessionAgent(request);
   assertSettableStatus(body.status);
   assertFutureExpiry(body.expires_at);
@@ -71,7 +95,7 @@ export async function issuePunishment(request: FastifyRequest, body: CreatePunis
       isSupervisor: supervisor,
     });
     await enqueueIssueDeliveries(tx, row, agent.chat_id);
-    return row.punishment_id;
+    return answerOf(tx, request, row.punishment_id);
   });
 }
 
@@ -88,8 +112,8 @@ export function assertUpdateBody(id: string, body: UpdatePunishmentBody): void {
   assertFutureExpiry(body.expires_at);
 }
 
-/** Applies a PATCH; returns whether anything changed (nothing is written otherwise). */
-export async function updatePunishment(request: FastifyRequest, id: string, body: UpdatePunishmentBody): Promise<boolean> {
+/** Applies a PATCH (nothing is written when nothing changes); returns the punishment as the caller sees it. */
+export async function updatePunishment(request: FastifyRequest, id: string, body: UpdatePunishmentBody): Promise<Punishment> {
   sessionAgent(request);
   assertPositiveDuration(body.duration);
   const actor = actorOf(request);
@@ -104,7 +128,7 @@ export async function updatePunishment(request: FastifyRequest, id: string, body
     const derived = body.duration != null && body.expires_at === undefined ? expiryFromDuration(body.duration, new Date(current.created_at)) : undefined;
     if (derived !== undefined) wanted.expires_at = derived;
     const changed = (Object.keys(wanted) as UpdatableColumn[]).filter((c) => !sameValue(c, current[c], wanted[c] ?? null));
-    if (changed.length === 0) return false;
+    if (changed.length === 0) return answerOf(tx, request, id);
     if (changed.includes('report_id') && wanted.report_id != null) await assertCitableReport(tx, request, wanted.report_id);
     const updated = await updatePunishmentFields(tx, id, Object.fromEntries(changed.map((c) => [c, wanted[c] ?? null])));
     const before = Object.fromEntries(changed.map((c) => [c, current[c]]));
@@ -120,12 +144,13 @@ export async function updatePunishment(request: FastifyRequest, id: string, body
       data: { punishment_id: id, reason: body.reason },
       isSupervisor: await citesSupervisorReport(tx, [current.report_id, updated.report_id]),
     });
-    return true;
+    // An expires_at moved into the past (a shorter duration) expires here, at once.
+    return answerOf(tx, request, id);
   });
 }
 
 /** Revokes a punishment in force and enqueues the revoke delivery that lifts it on the chat platform. */
-export async function revokeExisting(request: FastifyRequest, id: string, reason: string): Promise<PunishmentRow> {
+export async function revokeExisting(request: FastifyRequest, id: string, reason: string): Promise<Punishment> {
   const agent = sessionAgent(request);
   const actor = actorOf(request);
   return request.environment.db.transaction(async (tx) => {
@@ -149,6 +174,6 @@ export async function revokeExisting(request: FastifyRequest, id: string, reason
       data: { punishment_id: id, user_id: revoked.user_id, reason, delivery_item_id: delivery.item_id },
       isSupervisor: await citesSupervisorReport(tx, [revoked.report_id]),
     });
-    return revoked;
+    return answerOf(tx, request, id);
   });
 }
