@@ -71,11 +71,16 @@ describe('GET /discipline/pending', () => {
     }
   });
 
-  it('any signed-in agent and the key may read it (spec: "either", no permission named); no credential is 401', async () => {
+  it('any signed-in agent and the key may read it (spec: "either", no permission named), a lookup asked by another as a placeholder; no credential is 401', async () => {
     const junior = await signedIn(t, { clearance: 1 });
     const res = await list('', junior.headers);
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toEqual((await list('', key)).json());
+    // The same list as the key's, but the lookup asked by someone else: its person withheld (issue 38).
+    const whole = (await list('', key)).json();
+    const lookup = whole.items.find((i: Row) => i.kind === 'user_lookup');
+    expect(lookup).toMatchObject({ item_id: items.f!.item_id, user_id: items.f!.user_id });
+    const shown = { ...lookup, user_id: null, result_note: null, last_error: null, ref: null, restricted: true };
+    expect(res.json()).toEqual({ ...whole, items: whole.items.map((i: Row) => (i === lookup ? shown : i)) });
     expect((await list('', {})).statusCode).toBe(401);
   });
 });

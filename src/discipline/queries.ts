@@ -1,7 +1,7 @@
 // The discipline delivery queue (spec: States and transitions, Discipline delivery item). Items are
 // enqueued in the transaction of the change that asks for them; the bot claims them with
 // `for update skip locked`, after the shared stale sweep (queue/sweep.ts).
-import { maySeeReport, punishmentFlaggedSql } from '../platform/auth/report-access.js';
+import { maySeeReport, punishmentFlaggedSql, seesFlaggedReports } from '../platform/auth/report-access.js';
 import type { Queryable, Tx } from '../platform/db/types.js';
 import type { Principal } from '../platform/auth/principal.js';
 import { punishmentJson, restrictedPunishment, type PunishmentRow, type RestrictedPunishment } from '../punishments/queries.js';
@@ -43,16 +43,26 @@ export interface Delivery extends Omit<DeliveryRow, 'user_id'> {
 
 type DeliveryRead = Delivery & { report_flagged: boolean };
 
+/** The item's person and the bot's texts about them withheld: a placeholder's fields (docs/access.md). */
+const withheld = { user_id: null, result_note: null, last_error: null, ref: null, restricted: true } as const;
+
 /**
- * An item as this caller may see it, decided by the cited report's current flag (report-access.ts).
- * A lookup cites none: hiding one by whether its person is a party of a flagged report would itself
- * answer that question.
+ * An item as this caller may see it (report-access.ts). A delivery of a punishment is decided by
+ * its cited report's current flag. A lookup cites no report, yet the issue of a punishment citing
+ * a flagged one enqueues a lookup of the same person in the same transaction (next to the
+ * restricted delivery, by the same requester): below supervisor rank a lookup's person is shown
+ * only to the agent who asked for it, whoever the person is. Deciding by the person (a party of
+ * a flagged report or not) would itself answer that question.
  */
 function shownDelivery(principal: Principal | null, row: DeliveryRead): Delivery {
   const { report_flagged, ...item } = row;
-  if (item.punishment === null || maySeeReport(principal, { is_supervisor: report_flagged })) return item;
+  if (item.punishment === null) {
+    const asker = principal?.kind === 'session' && principal.agent.chat_id === item.requested_by;
+    return seesFlaggedReports(principal) || asker ? item : { ...item, ...withheld };
+  }
+  if (maySeeReport(principal, { is_supervisor: report_flagged })) return item;
   // Nothing of the report or its parties: the punished person's chat id goes with the texts.
-  return { ...item, user_id: null, result_note: null, last_error: null, ref: null, restricted: true, punishment: restrictedPunishment(item.punishment as PunishmentRow) };
+  return { ...item, ...withheld, punishment: restrictedPunishment(item.punishment as PunishmentRow) };
 }
 
 export interface NewDelivery {

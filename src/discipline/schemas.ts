@@ -34,7 +34,7 @@ export const DeliveryItem = Type.Object(
       additionalProperties: true,
       description: 'The live punishment row, read when answering; null for a user_lookup; only {punishment_id, report_id: null, status, created_at, updated_at, restricted} when it cites a supervisor-flagged report the caller may not see',
     }),
-    restricted: Type.Optional(Type.Literal(true, { description: 'Its punishment cites a supervisor-flagged report the caller may not see: result_note, last_error and ref are withheld' })),
+    restricted: Type.Optional(Type.Literal(true, { description: 'Its punishment cites a supervisor-flagged report the caller may not see, or it is a user_lookup another agent asked for (below supervisor rank): user_id, result_note, last_error and ref are withheld' })),
   },
   { title: 'DisciplineDelivery' },
 );
