@@ -117,15 +117,18 @@ export function queryVariants(op: Operation, pools: Pools): Record<string, strin
   });
 }
 
-/** Every URL to crawl for one operation; throws when a path parameter has no pool (map it first). */
-export function urlsOf(op: Operation, pools: Pools): string[] {
+/**
+ * Every URL to crawl for one operation; throws when a path parameter has no pool (map it first).
+ * `light`: only the bare request and the largest page, for a crawl repeated after every step.
+ */
+export function urlsOf(op: Operation, pools: Pools, light = false): string[] {
   let paths = [op.path];
   for (const p of op.parameters.filter((q) => q.in === 'path')) {
     const pool = pools[p.name];
     if (!pool || pool.length === 0) throw new Error(`${op.label}: no values for the path parameter ${p.name}; add a pool for it`);
     paths = paths.flatMap((path) => pool.map((value) => path.replace(`{${p.name}}`, encodeURIComponent(value))));
   }
-  const queries = queryVariants(op, pools).map((q) => new URLSearchParams(q).toString());
+  const queries = queryVariants(op, pools).slice(0, light ? 2 : undefined).map((q) => new URLSearchParams(q).toString());
   return paths.flatMap((path) => queries.map((q) => (q ? `${path}?${q}` : path)));
 }
 
