@@ -133,6 +133,9 @@ async function runModel(numRuns: number, commands: number, seed: number, replay?
  * sequence length it was drawn with) up to its failing step. Every run picks among its own
  * reports, so a replay does not depend on the runs before it.
  */
+// Its second finding (events about a punishment whose flagged report was deleted named no report)
+// was drawn before runs picked among their own reports, so its seed no longer replays it: it is
+// kept as test/punishment-deleted-flagged.test.ts.
 const REGRESSIONS = [
   // A Senior Agent's user lookup of a flagged report's party was listed, person and all, to every
   // signed-in agent (as is the lookup a punishment citing a flagged report enqueues).

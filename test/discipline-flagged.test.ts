@@ -113,34 +113,34 @@ describe('placeholders of a punishment citing a flagged report carry nothing of 
 });
 
 describe('a user lookup shows its person below supervisor rank only to the agent who asked for it', () => {
-  type Item = { kind: string; user_id: string | null; requested_by: string | null; restricted?: true };
-  const lookupsOf = async (headers: Record<string, string>, requestedBy: string) => {
+  type Item = { item_id: number; kind: string; user_id: string | null; requested_by: string | null; restricted?: true };
+  const lookupOf = async (headers: Record<string, string>, itemId: number) => {
     const res = await call('GET', '/discipline/pending', headers);
     expect(res.statusCode, res.body).toBe(200);
-    return { body: res.body, lookups: (res.json().items as Item[]).filter((i) => i.kind === 'user_lookup' && i.requested_by === requestedBy) };
+    return { body: res.body, item: (res.json().items as Item[]).find((i) => i.item_id === itemId) };
   };
 
-  it("the lookup a punishment citing a flagged report enqueues beside its delivery names no one to others below supervisor rank", async () => {
-    const reportId = `FLAGGED-LOOKUP-${chatId()}`;
+  it("a supervisor's lookup of a flagged report's party names no one, nor who asked, to others below supervisor rank", async () => {
     const userId = chatId();
-    expect((await call('POST', '/reports/create', key, { report_id: reportId, reporter: chatId(), reported: userId, reason: 'Harassment', notes: 'n', evidence: 'e', is_supervisor: true })).statusCode).toBe(201);
-    // No profile of the person is on record: the issue enqueues a user_lookup in its transaction.
-    const issuer = await signedIn(t, { rank: 'Supervisor', clearance: 4 });
-    expect((await call('POST', '/punishments', issuer.headers, { user_id: userId, reason: 'Harassment', duration: '7d', report_id: reportId })).statusCode).toBe(201);
-    const stored = await t.db.production.query(`select user_id, requested_by from discipline_deliveries where kind = 'user_lookup' and requested_by = $1::text`, [issuer.agent.chat_id]);
-    expect(stored.rows).toEqual([{ user_id: userId, requested_by: issuer.agent.chat_id }]);
+    expect((await call('POST', '/reports/create', key, { report_id: `FLAGGED-LOOKUP-${chatId()}`, reporter: chatId(), reported: userId, reason: 'Harassment', notes: 'n', evidence: 'e', is_supervisor: true })).statusCode).toBe(201);
+    const asker = await signedIn(t, { rank: 'Supervisor', clearance: 4 });
+    const asked = await call('POST', '/discipline/user-lookup', asker.headers, { user_id: userId });
+    expect(asked.statusCode, asked.body).toBe(201);
+    const itemId = asked.json().lookup.item_id as number;
+    const stored = await t.db.production.query(`select user_id, requested_by from discipline_deliveries where item_id = $1::bigint`, [itemId]);
+    expect(stored.rows).toEqual([{ user_id: userId, requested_by: asker.agent.chat_id }]);
 
     const trainee = await signedIn(t, { rank: 'Agent', status: 'onboarding', clearance: 1 });
     const agent = await signedIn(t, { rank: 'Agent', clearance: 3 });
     for (const viewer of [trainee, agent, manager]) {
-      const { body, lookups } = await lookupsOf(viewer.headers, issuer.agent.chat_id);
-      expect(lookups).toEqual([expect.objectContaining({ kind: 'user_lookup', user_id: null, result_note: null, last_error: null, ref: null, restricted: true, punishment: null })]);
+      const { body, item } = await lookupOf(viewer.headers, itemId);
+      expect(item).toEqual(expect.objectContaining({ kind: 'user_lookup', user_id: null, requested_by: null, result_note: null, last_error: null, ref: null, restricted: true, punishment: null }));
       expect(body).not.toContain(userId);
     }
-    for (const whole of [supervisor.headers, issuer.headers, key]) {
-      const { lookups } = await lookupsOf(whole, issuer.agent.chat_id);
-      expect(lookups).toEqual([expect.objectContaining({ kind: 'user_lookup', user_id: userId, punishment: null })]);
-      expect(lookups[0]).not.toHaveProperty('restricted');
+    for (const whole of [supervisor.headers, asker.headers, key]) {
+      const { item } = await lookupOf(whole, itemId);
+      expect(item).toEqual(expect.objectContaining({ kind: 'user_lookup', user_id: userId, requested_by: asker.agent.chat_id, punishment: null }));
+      expect(item).not.toHaveProperty('restricted');
     }
   });
 
@@ -149,11 +149,11 @@ describe('a user lookup shows its person below supervisor rank only to the agent
     const asked = await call('POST', '/discipline/user-lookup', manager.headers, { user_id: userId });
     expect(asked.statusCode, asked.body).toBe(201);
     expect(asked.json().lookup).toMatchObject({ user_id: userId, requested_by: manager.agent.chat_id });
+    const itemId = asked.json().lookup.item_id as number;
     const other = await signedIn(t, { rank: 'Senior Agent', clearance: 4 });
-    const theirs = (await lookupsOf(other.headers, manager.agent.chat_id)).lookups.find((i) => (i as { item_id?: number }).item_id === asked.json().lookup.item_id);
-    expect(theirs).toMatchObject({ user_id: null, restricted: true });
-    const own = (await lookupsOf(manager.headers, manager.agent.chat_id)).lookups.find((i) => (i as { item_id?: number }).item_id === asked.json().lookup.item_id);
-    expect(own).toMatchObject({ user_id: userId });
+    expect((await lookupOf(other.headers, itemId)).item).toMatchObject({ user_id: null, requested_by: null, restricted: true });
+    const own = (await lookupOf(manager.headers, itemId)).item;
+    expect(own).toMatchObject({ user_id: userId, requested_by: manager.agent.chat_id });
     expect(own).not.toHaveProperty('restricted');
   });
 });

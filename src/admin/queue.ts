@@ -99,10 +99,11 @@ export const adminQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
         const id = request.params.action_id;
         const { reason } = request.body;
         const db = request.environment.db;
-        const correlationId = await db.transaction(async (tx) => {
+        // The answer is read inside the transaction: what the move left, not what a later change did.
+        return db.transaction(async (tx) => {
           await lockAdmins(tx, request, 'admin_queue');
           const { before, after } = await move(tx, request, id, reason);
-          return recordAdminChange(tx, request, {
+          const correlationId = await recordAdminChange(tx, request, {
             action,
             target: String(id),
             reason,
@@ -112,8 +113,8 @@ export const adminQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
             reportId: before.report_id,
             isSupervisor: before.queue === 'supervisor',
           });
+          return { success: true as const, action: await readAction(tx, request.principal, id), correlation_id: correlationId };
         });
-        return { success: true as const, action: await readAction(db, request.principal, id), correlation_id: correlationId };
       },
     );
 

@@ -20,7 +20,9 @@ export function parseTrustProxy(raw: string): boolean | string[] {
   if (raw === 'true' || raw === 'false') return raw === 'true';
   if (/^\d+$/.test(raw)) throw new Error("expected true, false, or a list of proxy addresses/CIDRs (a hop count is not taken: list the proxies' addresses)");
   return parseList(raw, (v) => {
-    if (!/^[0-9a-fA-F.:/]+$/.test(v)) throw new Error('expected true, false, or a list of proxy addresses/CIDRs');
+    // An address has a dot (IPv4) or a colon (IPv6): a bare number in a list is a hop count too,
+    // which proxy-addr would take as the address 0.0.0.<n> and so trust nothing, silently.
+    if (!/^[0-9a-fA-F.:/]+$/.test(v) || !/[.:]/.test(v)) throw new Error("expected true, false, or a list of proxy addresses/CIDRs (a hop count is not taken: list the proxies' addresses)");
     return v;
   });
 }

@@ -3,6 +3,7 @@
 // so two completions of one item are serialised and the second finds it already completed.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
+import { punishmentFlaggedSql, punishmentReportIdSql } from '../platform/auth/report-access.js';
 import type { Tx } from '../platform/db/types.js';
 import { errors } from '../platform/errors.js';
 import { recordEvent, type EventInput } from '../platform/events.js';
@@ -17,8 +18,9 @@ import { CompleteBody, ItemParams, ItemResult, ProfileResult } from './schemas.j
 const tags = ['Discipline deliveries'];
 
 /**
- * What an event about an item carries in common: its punishment's report, if any, and that report's
- * flag now (a record: who may read the event is decided from the report when it is read).
+ * What an event about an item carries in common: its punishment's report, if any (a deleted one's
+ * id too), and that report's flag now (a record: who may read the event is decided from the
+ * report when it is read).
  */
 export async function deliveryEventBase(
   tx: Tx,
@@ -28,8 +30,8 @@ export async function deliveryEventBase(
   let cited: { report_id: string | null; is_supervisor: boolean } | undefined;
   if (item.punishment_id !== null) {
     const { rows } = await tx.query<{ report_id: string | null; is_supervisor: boolean }>(
-      `select p.report_id, coalesce(r.is_supervisor, false) as is_supervisor
-       from punishments p left join reports r on r.report_id = p.report_id where p.punishment_id = $1::text`,
+      `select ${punishmentReportIdSql('p')} as report_id, ${punishmentFlaggedSql('p')} as is_supervisor
+       from punishments p where p.punishment_id = $1::text`,
       [item.punishment_id],
       { name: 'punishment_report' },
     );

@@ -1,7 +1,7 @@
 // The discipline delivery queue (spec: States and transitions, Discipline delivery item). Items are
 // enqueued in the transaction of the change that asks for them; the bot claims them with
 // `for update skip locked`, after the shared stale sweep (queue/sweep.ts).
-import { maySeeReport, punishmentFlaggedSql, seesFlaggedReports } from '../platform/auth/report-access.js';
+import { maySeeReport, profileVisibleToSql, punishmentFlaggedSql, seesFlaggedReports } from '../platform/auth/report-access.js';
 import type { Queryable, Tx } from '../platform/db/types.js';
 import type { Principal } from '../platform/auth/principal.js';
 import { punishmentJson, restrictedPunishment, type PunishmentRow, type RestrictedPunishment } from '../punishments/queries.js';
@@ -43,8 +43,11 @@ export interface Delivery extends Omit<DeliveryRow, 'user_id'> {
 
 type DeliveryRead = Delivery & { report_flagged: boolean };
 
-/** The item's person and the bot's texts about them withheld: a placeholder's fields (docs/access.md). */
-const withheld = { user_id: null, result_note: null, last_error: null, ref: null, restricted: true } as const;
+/**
+ * The item's person, the bot's texts about them and who asked for it withheld: a placeholder's
+ * fields (docs/access.md; the punishment placeholder does not say who issued it either).
+ */
+const withheld = { user_id: null, result_note: null, last_error: null, ref: null, requested_by: null, restricted: true } as const;
 
 /**
  * An item as this caller may see it (report-access.ts). A delivery of a punishment is decided by
@@ -135,12 +138,21 @@ export async function listDeliveries(
   return { count: total.rows[0]!.count, items: page.rows.map((row) => shownDelivery(principal, row)) };
 }
 
-/** Issue flow: the delivery, and a user_lookup when no profile of the user is on record yet. */
-export async function enqueueIssueDeliveries(tx: Tx, punishment: PunishmentRow, requestedBy: string | null): Promise<void> {
+/**
+ * Issue flow: the delivery, and a user_lookup when no profile of the user is on record as far as
+ * the issuer can tell: one withheld from them (a flagged report's party's) counts as none, or the
+ * lookup's absence would say what the answer's `profile: null` does not. A punishment citing a
+ * flagged report enqueues no lookup: a lookup cites no report, so it, its events and the
+ * one-open-lookup 409 would name the person to everyone (docs/decisions.md).
+ */
+export async function enqueueIssueDeliveries(tx: Tx, principal: Principal | null, punishment: PunishmentRow, citesFlagged: boolean): Promise<void> {
+  const requestedBy = principal?.kind === 'session' ? principal.agent.chat_id : null;
   await enqueueDelivery(tx, { kind: 'issue', punishmentId: punishment.punishment_id, userId: punishment.user_id, requestedBy });
+  if (citesFlagged) return;
   await tx.query(
     `insert into discipline_deliveries (kind, user_id, requested_by)
-     select 'user_lookup', $1::text, $2::text where not exists (select 1 from chat_profiles where chat_id = $1::text)
+     select 'user_lookup', $1::text, $2::text
+     where not exists (select 1 from chat_profiles where chat_id = $1::text and ${profileVisibleToSql(principal, 'chat_profiles.chat_id')})
      on conflict (user_id) where kind = 'user_lookup' and status in ('pending', 'processing') do nothing`,
     [punishment.user_id, requestedBy],
   );

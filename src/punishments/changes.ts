@@ -1,7 +1,7 @@
 // Queries of the punishment routes beyond the shared data layer (queries.ts): the list's total,
 // the stored profile, field updates and the revoke move. Writes take a Tx: they run under the
 // punishment's row lock (lockPunishment).
-import { profileVisibleToSql } from '../platform/auth/report-access.js';
+import { profileVisibleToSql, punishmentReportIdSql } from '../platform/auth/report-access.js';
 import type { Queryable, Tx } from '../platform/db/types.js';
 import type { Principal } from '../platform/auth/principal.js';
 import { punishmentColumns, punishmentFilterSql, type PunishmentFilter, type PunishmentRow, type StoredProfile } from './queries.js';
@@ -30,6 +30,16 @@ export async function findCitedReport(db: Queryable, reportId: string): Promise<
     [reportId],
   );
   return rows[0];
+}
+
+/** The report an event about the punishment names: the one it cites, or the deleted one it cited. */
+export async function eventReportId(tx: Tx, punishmentId: string): Promise<string | null> {
+  const { rows } = await tx.query<{ report_id: string | null }>(
+    `select ${punishmentReportIdSql('p')} as report_id from punishments p where p.punishment_id = $1::text`,
+    [punishmentId],
+    { name: 'punishment_event_report' },
+  );
+  return rows[0]?.report_id ?? null;
 }
 
 /** Columns a PATCH may change, with the cast of each parameter. */

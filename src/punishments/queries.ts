@@ -3,7 +3,7 @@
 // Revoked only by the revoke route. Every change that the chat platform must hear of enqueues a
 // discipline delivery in the same transaction.
 import { randomInt } from 'node:crypto';
-import { filterKeepsToUnflagged, maySeeReport, profileVisibleToSql, punishmentFlaggedSql } from '../platform/auth/report-access.js';
+import { filterKeepsToUnflagged, maySeeReport, profileVisibleToSql, punishmentFlaggedSql, punishmentReportIdSql } from '../platform/auth/report-access.js';
 import type { Queryable, Tx } from '../platform/db/types.js';
 import type { Principal } from '../platform/auth/principal.js';
 
@@ -263,14 +263,13 @@ const expireSql = (due: string) =>
      returning item_id, punishment_id
    ), logged as (
      insert into events (type, actor_kind, report_id, before, after, data, correlation_id, is_supervisor)
-     select 'punishment.expired', 'system', e.report_id,
+     select 'punishment.expired', 'system', ${punishmentReportIdSql('e')},
             jsonb_build_object('status', e.status_before),
             jsonb_build_object('status', e.status, 'expired_at', iso_utc(e.expired_at)),
             jsonb_build_object('punishment_id', e.punishment_id, 'user_id', e.user_id, 'expires_at', iso_utc(e.expires_at),
                                'delivery_item_id', d.item_id),
-            $1::text, coalesce(r.is_supervisor, false)
+            $1::text, ${punishmentFlaggedSql('e')}
      from expired e left join delivered d on d.punishment_id = e.punishment_id
-     left join reports r on r.report_id = e.report_id
    )
    select punishment_id from expired order by punishment_id`;
 

@@ -52,7 +52,7 @@ export const punishmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         tags,
         operationId: 'issuePunishment',
-        summary: 'Issue a punishment: row, audit, punishment.issued event and the issue delivery (plus a user_lookup when no profile is stored)',
+        summary: 'Issue a punishment: row, audit, punishment.issued event and the issue delivery (plus a user_lookup when no profile is stored that the issuer may see, unless it cites a supervisor-flagged report)',
         body: CreatePunishmentBody,
         response: { 201: PunishmentResult, ...errorResponses(400, 409, 415, ...COMMON_ERRORS) },
       },

@@ -10,7 +10,7 @@ import type { Tx } from '../platform/db/types.js';
 import { AppError, errors } from '../platform/errors.js';
 import { recordEvent } from '../platform/events.js';
 import { actorOf } from '../platform/http/request-context.js';
-import { findCitedReport, revokePunishment, updatePunishmentFields, type PunishmentChanges, type UpdatableColumn } from './changes.js';
+import { eventReportId, findCitedReport, revokePunishment, updatePunishmentFields, type PunishmentChanges, type UpdatableColumn } from './changes.js';
 import {
   expirePunishmentIfDue, expiryFromDuration, insertPunishment, IN_FORCE, isEmptyDuration, loadPunishment, lockPunishment,
   type Punishment, type RestrictedPunishment,
@@ -94,7 +94,7 @@ export async function issuePunishment(request: FastifyRequest, body: CreatePunis
       data: { punishment_id: row.punishment_id, user_id: row.user_id },
       isSupervisor: supervisor,
     });
-    await enqueueIssueDeliveries(tx, row, agent.chat_id);
+    await enqueueIssueDeliveries(tx, request.principal, row, supervisor);
     return answerOf(tx, request, row.punishment_id);
   });
 }
@@ -138,7 +138,7 @@ export async function updatePunishment(request: FastifyRequest, id: string, body
       type: 'punishment.updated',
       actor,
       correlationId: request.id,
-      reportId: updated.report_id,
+      reportId: await eventReportId(tx, id),
       before,
       after,
       data: { punishment_id: id, reason: body.reason },
@@ -168,7 +168,7 @@ export async function revokeExisting(request: FastifyRequest, id: string, reason
       type: 'punishment.revoked',
       actor,
       correlationId: request.id,
-      reportId: revoked.report_id,
+      reportId: await eventReportId(tx, id),
       before,
       after,
       data: { punishment_id: id, user_id: revoked.user_id, reason, delivery_item_id: delivery.item_id },

@@ -86,6 +86,8 @@ export function shownAction(principal: Principal | null, action: QueuedAction): 
     payload: {},
     result_note: null,
     last_error: null,
+    // Who asked for it works the case: the report placeholder does not say who that is.
+    requested_by: null,
     restricted: true,
     report: { report_id: report.report_id, status: report.status, is_supervisor: true, restricted: true },
   };
@@ -188,7 +190,7 @@ export async function actionWithReport(db: Queryable, principal: Principal | nul
   return rows[0] && shownAction(principal, rows[0]);
 }
 
-/** Read after the commit: the action as the caller may see it; 404 when it does not exist. */
+/** The action as the caller may see it (read in the write's transaction); 404 when it does not exist. */
 export async function readAction(db: Queryable, principal: Principal | null, actionId: number): Promise<QueuedAction> {
   const action = await actionWithReport(db, principal, actionId);
   if (!action) throw errors.actionNotFound(actionId);

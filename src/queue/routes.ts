@@ -146,8 +146,11 @@ export const actionQueueRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const id = request.params.action_id;
       const db = request.environment.db;
-      await db.transaction((tx) => requeueFailedAction(tx, request, id));
-      return { success: true as const, action: await readAction(db, request.principal, id) };
+      // The answer is read inside the transaction: what the requeue left, not what a later change did.
+      return db.transaction(async (tx) => {
+        await requeueFailedAction(tx, request, id);
+        return { success: true as const, action: await readAction(tx, request.principal, id) };
+      });
     },
   );
 };

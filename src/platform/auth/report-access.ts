@@ -73,6 +73,14 @@ export const anyReportFlaggedSql = (reportIds: readonly string[]) => `(exists ($
 export const reportFlaggedSql = (reportId: string) => anyReportFlaggedSql([reportId]);
 
 /**
+ * SQL: the report id a punishment (table punishments, by its alias) cites, or cited before that
+ * report was deleted (the deletion clears report_id and keeps deleted_report): what the events
+ * written about the punishment name, so that they stay as hidden as its report.
+ */
+export const punishmentReportIdSql = (alias: string) =>
+  `coalesce(${alias}.report_id, (select dr.report_id from deleted_reports dr where dr.id = ${alias}.deleted_report))`;
+
+/**
  * SQL: the punishment (table punishments, by its alias) cites a flagged report: the live report it
  * cites, or the deleted report it cited (its report_id is cleared then and deleted_report kept).
  */
