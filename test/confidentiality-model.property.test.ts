@@ -140,6 +140,9 @@ const REGRESSIONS = [
   // A Senior Agent's user lookup of a flagged report's party was listed, person and all, to every
   // signed-in agent (as is the lookup a punishment citing a flagged report enqueues).
   { seed: 777, path: '11', commands: 20, steps: 1, found: 'discipline(636, senior, lookup): GET /discipline/pending named the party' },
+  // The Director's user lookup of a party, the party's report flagged after: the lookup request's
+  // admin audit row named the person (its target) to a clearance-4 Senior Agent.
+  { seed: 2_026_112_801, path: '15', commands: 8, steps: 6, found: 'discipline(350, director, lookup), flag(236, true): GET /admin/audit named the party' },
 ];
 
 describe(`the confidentiality model on ${storeName}`, () => {

@@ -144,6 +144,45 @@ describe('a user lookup shows its person below supervisor rank only to the agent
     }
   });
 
+  it("the trail follows: the request's admin audit row and the lookup's events name the person only to its asker below supervisor rank", async () => {
+    const userId = chatId();
+    const asker = await signedIn(t, { rank: 'Senior Agent', clearance: 4, allowlisted: true });
+    const other = await signedIn(t, { rank: 'Senior Agent', clearance: 4, allowlisted: true });
+    const boss = await signedIn(t, { rank: 'Supervisor', clearance: 4, allowlisted: true });
+    const asked = await call('POST', '/discipline/user-lookup', asker.headers, { user_id: userId });
+    expect(asked.statusCode, asked.body).toBe(201);
+    const itemId = asked.json().lookup.item_id as number;
+    // The bot captures the profile: the lookup's completion event.
+    for (;;) {
+      const next = await call('GET', '/discipline/next', key);
+      expect(next.statusCode, 'the lookup was handed out').toBe(200);
+      const item = next.json().item as { item_id: number; kind: string; user_id: string };
+      const done = item.kind === 'user_lookup'
+        ? await call('POST', `/discipline/user-lookup/${item.item_id}/profile`, key, { chat_id: item.user_id, username: `name-${item.user_id}` })
+        : await call('POST', `/discipline/${item.item_id}/complete`, key, { result: 'success' });
+      expect(done.statusCode, done.body).toBe(200);
+      if (item.item_id === itemId) break;
+    }
+    const stored = await t.db.production.query(
+      `select (select target from audit_log where action = 'discipline.user_lookup_requested' and (after ->> 'item_id')::bigint = $1::bigint) as target,
+              (select data ->> 'user_id' from events where type = 'delivery.completed' and (data ->> 'item_id')::bigint = $1::bigint) as event_user`,
+      [itemId],
+    );
+    expect(stored.rows).toEqual([{ target: userId, event_user: userId }]);
+
+    const trail = async (who: Person) => {
+      const admin = await call('GET', '/admin/audit?action=discipline.user_lookup_requested&limit=200', who.headers);
+      const audit = await call('GET', '/audit?event=delivery.completed&limit=500', who.headers);
+      expect([admin.statusCode, audit.statusCode]).toEqual([200, 200]);
+      const row = (admin.json().rows as { target: string | null; after: { item_id: number } }[]).find((r) => r.after.item_id === itemId);
+      const event = (audit.json().events as { data: { item_id?: number; user_id?: string } }[]).find((e) => e.data.item_id === itemId);
+      return { target: row?.target, eventUser: event?.data.user_id ?? null, named: admin.body.includes(userId) || audit.body.includes(userId) };
+    };
+    expect(await trail(other)).toEqual({ target: null, eventUser: null, named: false });
+    expect(await trail(asker)).toEqual({ target: userId, eventUser: userId, named: true });
+    expect(await trail(boss)).toEqual({ target: userId, eventUser: userId, named: true });
+  });
+
   it('whoever the person is: a lookup of anyone asked by one agent is the same placeholder to another, and whole to its asker', async () => {
     const userId = chatId();
     const asked = await call('POST', '/discipline/user-lookup', manager.headers, { user_id: userId });

@@ -3,7 +3,7 @@
 // (migrations/0011_admin_audit.sql).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
-import { eventReportIds, shownAfterSql, visibleToSql } from '../platform/auth/report-access.js';
+import { eventReportIds, shownAfterSql, shownLookupSql, visibleToSql } from '../platform/auth/report-access.js';
 import type { Queryable } from '../platform/db/types.js';
 import type { Principal } from '../platform/auth/principal.js';
 import { readDb } from '../platform/http/request-context.js';
@@ -76,13 +76,16 @@ function whereOf(filters: AuditFilters, principal: Principal | null): { where: s
   return { where: clauses.length ? `where ${clauses.join(' and ')}` : '', values };
 }
 
+/** A lookup request's person (its target) is shown below supervisor rank only to who asked for it. */
+const LOOKUP_TARGET = (principal: Principal | null) => shownLookupSql(principal, "l.action = 'discipline.user_lookup_requested'", 'l.actor_chat_id', 'l.target', 'null');
+
 /** A subject's export or erasure row is shown without its counts below supervisor rank (report-access.ts). */
 async function listAdminAudit(db: Queryable, principal: Principal | null, filters: AuditFilters, limit: number, offset: number) {
   const { where, values } = whereOf(filters, principal);
   const n = values.length;
   const [page, total] = await Promise.all([
     db.query<AuditRow>(
-      `select l.id, l.actor_kind, l.actor_chat_id, a.name as actor_name, l.action, l.target, l.reason, l.before,
+      `select l.id, l.actor_kind, l.actor_chat_id, a.name as actor_name, l.action, ${LOOKUP_TARGET(principal)} as target, l.reason, l.before,
               ${shownAfterSql(principal, 'l.action', 'l.after')} as after, l.correlation_id, l.created_at
        from audit_log l left join agents a on a.chat_id = l.actor_chat_id
        ${where} order by l.created_at desc, l.id desc limit $${n + 1}::int offset $${n + 2}::int`,

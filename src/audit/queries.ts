@@ -1,7 +1,7 @@
 // GET /audit reads the canonical events table. Every filter, the search, the sort and the page
 // are SQL: a case id is found through the events' report id index, other text through the
 // trigram-indexed search_text column of migration 0005.
-import { anyReportFlaggedSql, countingActionSql, eventReportIds, shownAfterSql, visibleToSql, withholdsCounts } from '../platform/auth/report-access.js';
+import { anyReportFlaggedSql, countingActionSql, eventReportIds, shownAfterSql, shownLookupSql, visibleToSql, withholdsCounts } from '../platform/auth/report-access.js';
 import type { Queryable } from '../platform/db/types.js';
 import type { Principal } from '../platform/auth/principal.js';
 import type { EventRecord } from '../platform/events.js';
@@ -169,10 +169,16 @@ export async function searchEvents(db: Queryable, filter: AuditFilter): Promise<
   return { total: Math.min(total, AUDIT_TOTAL_CAP), totalCapped: total > AUDIT_TOTAL_CAP, events: page };
 }
 
-const columns = (after: string) => `id, type, actor_kind, actor_chat_id, actor_name, report_id, before, ${after}, data, correlation_id`;
+const columns = (after: string, data = 'data') => `id, type, actor_kind, actor_chat_id, actor_name, report_id, before, ${after}, ${data}, correlation_id`;
 const COLUMNS = columns('after');
-/** The columns as the caller is shown them: a subject's export or erasure without its counts below supervisor rank. */
-const shownColumns = (principal: Principal | null) => columns(`${shownAfterSql(principal, 'type', 'after')} as after`);
+/** Who asked for the lookup an event is about (a lookup's events are the bot's). */
+const LOOKUP_ASKER = `(select dd.requested_by from discipline_deliveries dd where dd.item_id = (data ->> 'item_id')::bigint)`;
+/**
+ * The columns as the caller is shown them: below supervisor rank a subject's export or erasure
+ * without its counts, and a user lookup's events without its person unless the caller asked for it.
+ */
+const shownColumns = (principal: Principal | null) =>
+  columns(`${shownAfterSql(principal, 'type', 'after')} as after`, `${shownLookupSql(principal, "data ->> 'kind' = 'user_lookup'", LOOKUP_ASKER, 'data', "data - 'user_id'")} as data`);
 
 /**
  * The page of a search whose conditions hide a few rows (the events of flagged reports, for those

@@ -133,6 +133,20 @@ export function shownAfterSql(principal: Principal | null | undefined, action: s
 }
 
 /**
+ * SQL: a user lookup's person as the principal is shown it. Below supervisor rank only the agent
+ * who asked for the lookup sees who it is about, whoever the person is (the queue list,
+ * discipline/queries.ts, decides the same): the trail's copies follow, the admin audit row of the
+ * request (its target) and the lookup's events (their data's user_id). `isLookup` and `asker` are
+ * SQL of the row; `withheld` is what stands in for `shown`.
+ */
+export function shownLookupSql(principal: Principal | null | undefined, isLookup: string, asker: string, shown: string, withheld: string): string {
+  if (seesFlaggedReports(principal)) return shown;
+  // A chat id is digits (the session's agent row); quoted all the same.
+  const me = principal?.kind === 'session' ? `'${principal.agent.chat_id.replace(/'/g, "''")}'` : 'null';
+  return `case when (${isLookup}) and ${asker} is distinct from ${me} then ${withheld} else ${shown} end`;
+}
+
+/**
  * SQL that holds for chat ids whose stored profile the principal may see: not those of a party
  * (reporter or reported) of a report flagged now or deleted while flagged.
  */
