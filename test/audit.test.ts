@@ -262,3 +262,42 @@ describe('GET /audit below supervisor rank: the page of a search that hides rows
     expect(excluded.labels).toEqual(visible.slice(21, 28));
   });
 });
+
+describe('GET /audit for those who see every report: the flag each event is shown with', () => {
+  it("is its reports' flag now: the report's own, a punishment's former report's, a deleted report's, by text or by case id (issue 38)", async () => {
+    await t.db.production.query(
+      `insert into reports (report_id, reporter, reported, reason, notes, evidence, is_supervisor) values
+         ('FLAGNOW-A', '1', '2', 'r', 'n', 'e', false), ('FLAGNOW-B', '1', '2', 'r', 'n', 'e', true)`,
+    );
+    await t.db.production.query(
+      `insert into deleted_reports (report_id, pre_image, reason, deleted_by_kind, correlation_id)
+       values ('FLAGNOW-C', '{"report_id": "FLAGNOW-C", "is_supervisor": true}', 'gone', 'bot', 'flagnow-delete')`,
+    );
+    // The rows' own column says the opposite each time: it is history, never shown.
+    await t.db.production.query(
+      `insert into events (type, actor_kind, report_id, is_supervisor, before, correlation_id, created_at) values
+         ('report.updated', 'system', 'FLAGNOW-A', true, null, 'flagnow-1', timestamptz '2026-04-01T00:00:01Z'),
+         ('report.updated', 'system', 'FLAGNOW-B', false, null, 'flagnow-2', timestamptz '2026-04-01T00:00:02Z'),
+         ('punishment.updated', 'system', 'FLAGNOW-A', false, '{"report_id": "FLAGNOW-B"}', 'flagnow-3', timestamptz '2026-04-01T00:00:03Z'),
+         ('report.updated', 'system', 'FLAGNOW-C', false, null, 'flagnow-4', timestamptz '2026-04-01T00:00:04Z'),
+         ('queue.action_completed', 'system', null, true, '{"note": "flagnow"}', 'flagnow-5', timestamptz '2026-04-01T00:00:05Z')`,
+    );
+    const shown = async (query: string, headers: Record<string, string> = key) =>
+      Object.fromEntries(((await audit(query, headers)).events as { correlation_id: string; is_supervisor: boolean }[]).map((e) => [e.correlation_id, e.is_supervisor]));
+    const flagged = { 'flagnow-5': false, 'flagnow-4': true, 'flagnow-3': true, 'flagnow-2': true, 'flagnow-1': false };
+    expect(await shown('?search=flagnow')).toEqual(flagged);
+    expect(await shown('?search=flagnow', supervisor.headers)).toEqual(flagged);
+    // A case id's page is a statement prepared once per connection (and planned once, after five runs): run it past that.
+    for (let i = 0; i < 7; i++) {
+      expect(await shown('?search=FLAGNOW-B')).toEqual({ 'flagnow-2': true });
+      expect(await shown(`?search=flagnow-a&sort=${i % 2 === 0 ? 'newest' : 'oldest'}`)).toEqual({ 'flagnow-3': true, 'flagnow-1': false });
+    }
+    expect(await shown('?search=flagnow&supervisor=only')).toEqual({ 'flagnow-4': true, 'flagnow-3': true, 'flagnow-2': true });
+    expect(await shown('?search=flagnow', agent.headers)).toEqual({ 'flagnow-5': false, 'flagnow-1': false });
+    // Unflagged now: shown so at the next read, the punishment's event too.
+    await t.db.production.query(`update reports set is_supervisor = false where report_id = 'FLAGNOW-B'`);
+    expect(await shown('?search=flagnow')).toEqual({ ...flagged, 'flagnow-3': false, 'flagnow-2': false });
+    expect(await shown('?search=FLAGNOW-A')).toEqual({ 'flagnow-3': false, 'flagnow-1': false });
+    expect(await shown('?search=FLAGNOW-B', supervisor.headers)).toEqual({ 'flagnow-2': false });
+  });
+});

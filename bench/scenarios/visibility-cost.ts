@@ -1,6 +1,7 @@
-// What the visibility model costs (issue 28): the reads it filters (GET /reports pages, GET /audit
-// searches, GET /actions/pending/operator) at 1M reports and events, this checkout's build against
-// the build before the model (a git ref, built in this run: bench/lib/builds.ts), side by side.
+// What the visibility model costs (issues 28 and 38): the reads it filters (GET /reports pages,
+// GET /reports/<id>, GET /audit searches, GET /actions/pending/operator) at 1M reports and events,
+// this checkout's build against the build before the model (a git ref, built in this run:
+// bench/lib/builds.ts), side by side.
 //
 // Each build runs as a service of its own on a kept database of its own, migrated and sealed by
 // that build (`cms_bench_1m_vis_current`, `cms_bench_1m_vis_<ref>`: bench/lib/kept-database.ts),
@@ -9,7 +10,8 @@
 // same events), and a working queue (bench/lib/queue-seed.ts).
 //
 // The load is what the dashboard sends, every request drawn anew: a signed-in Agent below
-// supervisor rank (the caller the model restricts) and, as a second line, a Supervisor. Each kind
+// supervisor rank (the caller the model restricts), a Supervisor, and the bot's key (which sees
+// everything, so the model must cost it nothing: issue 38) with the calls the bot makes. Each kind
 // alone at saturation (--connections, closed loop), the two builds in alternating rounds of
 // --duration seconds (B C, C B, …), while a writer creates reports through the bot's key on the
 // side under load. The services are bound to one core and the load generator to the other (as in
@@ -18,7 +20,8 @@
 // services (the one started first alternating) and pooled.
 //
 // Run by name, PostgreSQL only: `--only visibility-cost --pg <url>`. BENCH_VISIBILITY_BASELINE
-// names the baseline ref (default a0e34f2, the commit before issue 28).
+// names the baseline ref (default a0e34f2, the commit before issue 28); BENCH_VISIBILITY_CALLERS
+// keeps some callers only (`key`, `agent,supervisor`; default all three).
 import { buildRef, thisBuild, type Build } from '../lib/builds.js';
 import { reportBody, startCreating } from '../lib/create-report.js';
 import { AGENTS, EVENT_TYPES, listPath, pick, random, randomListQuery, reportId } from '../lib/dashboard-mix.js';
@@ -29,7 +32,7 @@ import { alternateRounds, runLoad, type LoadRun, type SideRun } from '../lib/mea
 import type { WriterResult } from '../lib/open-loop-writer.js';
 import { cpuSeconds, httpGet, withPair, withServiceCore, type Child } from '../lib/proc.js';
 import { seedQueueBacklog } from '../lib/queue-seed.js';
-import { startService } from '../lib/service.js';
+import { API_KEY, startService } from '../lib/service.js';
 import { quantile } from '../lib/stats.js';
 import { signInAs } from '../lib/sign-in.js';
 import type { Context, ResultLine, Scenario } from '../types.js';
@@ -42,20 +45,44 @@ const ROWS = wholeFromEnv('BENCH_VISIBILITY_ROWS', 1_000_000, 1_000, 100_000_000
 /** Fresh pairs of services, and alternating rounds of --duration seconds per side in each pair. */
 const PAIRS = wholeFromEnv('BENCH_VISIBILITY_PAIRS', 2, 1, 20);
 const ROUNDS = wholeFromEnv('BENCH_VISIBILITY_ROUNDS', 3, 1, 50);
-const WRITES_PER_SECOND = 10;
+/** A dashboard's mix comes with the bot filing reports (issue 38: 20 writes a second). */
+const WRITES_PER_SECOND = 20;
 /** The queue behind GET /actions/pending/…: open items (pending and processing) and finished history. */
 const QUEUE = { open: 5_000, done: 20_000 };
 
 // --- Who asks ---
-const PRINCIPALS = {
+/** Sessions, signed in on each side (bench/lib/sign-in.ts). */
+const SESSIONS = {
   agent: { chatId: '300000000000000281', name: 'Bench Agent', rank: 'Agent', clearance: 4 },
   supervisor: { chatId: '300000000000000282', name: 'Bench Supervisor', rank: 'Supervisor', clearance: 4 },
 } as const;
-type Principal = keyof typeof PRINCIPALS;
+type Principal = keyof typeof SESSIONS | 'key';
 
 // --- What they ask: every call draws a new request ---
-const KINDS = ['reports page', 'audit search', 'pending operator'] as const;
+const KINDS = ['reports page', 'report detail', 'audit search', 'audit case id', 'pending operator'] as const;
 type Kind = (typeof KINDS)[number];
+
+/**
+ * What each caller is measured on: a dashboard's calls for the sessions; the bot's for its key (the
+ * list, a report, a case's events). Report detail is the key's alone here: a tenth of the reports
+ * answer an Agent 403.
+ */
+const CALLS: Record<Principal, readonly Kind[]> = {
+  agent: ['reports page', 'audit search', 'pending operator'],
+  supervisor: ['reports page', 'audit search', 'pending operator'],
+  key: ['reports page', 'report detail', 'audit case id'],
+};
+const CALLERS = callersFromEnv();
+
+function callersFromEnv(): Principal[] {
+  const all = Object.keys(CALLS) as Principal[];
+  const raw = process.env.BENCH_VISIBILITY_CALLERS;
+  if (raw === undefined || raw === '') return all;
+  const named = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  const unknown = named.filter((n) => !(all as string[]).includes(n));
+  if (unknown.length > 0 || named.length === 0) throw new Error(`BENCH_VISIBILITY_CALLERS: one or more of ${all.join(', ')}, got "${raw}"`);
+  return all.filter((p) => named.includes(p));
+}
 
 /** The dashboard's list mix (bench/lib/dashboard-mix.ts: pages, statuses, type, sort) at varied page sizes. */
 function reportsPath(): string {
@@ -64,23 +91,26 @@ function reportsPath(): string {
   return listPath({ ...q, limit, offset: (q.offset / q.limit) * limit });
 }
 
+/** A random report's case id, a tenth of them in lower case, as typed. */
+const caseId = () => (Math.random() < 0.1 ? reportId(ROWS).toLowerCase() : reportId(ROWS));
+const auditPath = (search: string, offset = 0) => `/audit?search=${encodeURIComponent(search)}&limit=${pick([20, 50, 100])}&offset=${offset}`;
+
 /**
- * Case ids (a tenth of lower case, as typed), a note's phrase or a bare number (found in notes and
- * case ids: a 4-digit one in many events, a 7-digit one in a few), and broad words (an agent's
- * name, an event type) paged deep.
+ * Case ids, a note's phrase or a bare number (found in notes and case ids: a 4-digit one in many
+ * events, a 7-digit one in a few), and broad words (an agent's name, an event type) paged deep.
  */
 function auditSearchPath(): string {
   const r = Math.random();
   let search: string;
   let offset = 0;
-  if (r < 0.35) search = Math.random() < 0.1 ? reportId(ROWS).toLowerCase() : reportId(ROWS);
+  if (r < 0.35) search = caseId();
   else if (r < 0.55) search = `footage batch ${random(1, ROWS)}`;
   else if (r < 0.75) search = String(random(1_000, ROWS));
   else {
     search = Math.random() < 0.6 ? pick(AGENTS) : pick(EVENT_TYPES);
     offset = pick([0, 0, 50, 100, 250, 500]);
   }
-  return `/audit?search=${encodeURIComponent(search)}&limit=${pick([20, 50, 100])}&offset=${offset}`;
+  return auditPath(search, offset);
 }
 
 /** The operator queue (nine tenths of the open items), pages anywhere in it; a fifth pending only. */
@@ -90,14 +120,22 @@ function pendingPath(): string {
   return `/actions/pending/operator?limit=${limit}&offset=${offset}${Math.random() < 0.2 ? '&status=pending' : ''}`;
 }
 
-const PATHS: Record<Kind, () => string> = { 'reports page': reportsPath, 'audit search': auditSearchPath, 'pending operator': pendingPath };
+const PATHS: Record<Kind, () => string> = {
+  'reports page': reportsPath,
+  'report detail': () => `/reports/${reportId(ROWS)}`,
+  'audit search': auditSearchPath,
+  // The bot's audit call: a case's events.
+  'audit case id': () => auditPath(caseId()),
+  'pending operator': pendingPath,
+};
 
 // --- The two sides ---
 interface Side {
   build: Build;
   dbs: KeptDatabases;
   child?: Child;
-  cookies?: Record<Principal, string>;
+  /** Each caller's credentials on this side: a session's cookie, or the key. */
+  credentials?: Partial<Record<Principal, Record<string, string>>>;
 }
 type SideName = 'baseline' | 'current';
 
@@ -120,7 +158,7 @@ async function slice(ctx: Context, side: Side, principal: Principal, kind: Kind,
   const writer = startCreating([child.url], WRITES_PER_SECOND, createBody(`VIS-${process.pid}-${Date.now().toString(36)}`));
   let run: LoadRun;
   try {
-    run = await runLoad({ url: child.url, headers: { cookie: side.cookies![principal] }, path: PATHS[kind], connections: ctx.options.connections, duration: seconds });
+    run = await runLoad({ url: child.url, headers: side.credentials![principal]!, path: PATHS[kind], connections: ctx.options.connections, duration: seconds });
   } catch (err) {
     await writer.stop();
     throw err;
@@ -169,29 +207,34 @@ async function compareKind(ctx: Context, sides: Record<SideName, Side>, principa
   );
   if (bad > 0) {
     const path = PATHS[kind]();
-    const res = await httpGet(`${sides.current.child!.url}${path}`, { cookie: sides.current.cookies![principal] }, 10_000).catch((e: Error) => ({ status: 0, body: e.message }));
+    const res = await httpGet(`${sides.current.child!.url}${path}`, sides.current.credentials![principal]!, 10_000).catch((e: Error) => ({ status: 0, body: e.message }));
     ctx.log(`      sample (current): ${path} -> ${res.status} ${res.body.slice(0, 300)}`);
   }
 }
 
 // --- A pair of services ---
 async function getJson(side: Side, principal: Principal, path: string): Promise<Record<string, unknown>> {
-  const res = await httpGet(`${side.child!.url}${path}`, { cookie: side.cookies![principal] }, 30_000);
+  const res = await httpGet(`${side.child!.url}${path}`, side.credentials![principal]!, 30_000);
   if (res.status !== 200) throw new Error(`${side.build.label}, ${principal}: GET ${path} answered ${res.status} ${res.body.slice(0, 300)}`);
   return JSON.parse(res.body) as Record<string, unknown>;
 }
 
-/** What each side answers each principal at first: every kind answers 200, and the queue is there. */
+/** What each side answers each caller at first: each of its kinds answers 200, and the queue is there. */
 async function describe(ctx: Context, side: Side): Promise<void> {
-  for (const principal of Object.keys(PRINCIPALS) as Principal[]) {
+  for (const principal of CALLERS) {
     const list = await getJson(side, principal, '/reports?limit=50');
     const audit = await getJson(side, principal, `/audit?search=${encodeURIComponent(AGENTS[0]!)}&limit=50`);
-    const pending = await getJson(side, principal, '/actions/pending/operator?limit=1');
-    if (!(Number(pending.count) > 0)) throw new Error(`${side.build.label}: the operator queue is empty (${JSON.stringify(pending).slice(0, 200)})`);
+    for (const kind of CALLS[principal]) await getJson(side, principal, PATHS[kind]());
+    let queue = '';
+    if (CALLS[principal].includes('pending operator')) {
+      const pending = await getJson(side, principal, '/actions/pending/operator?limit=1');
+      if (!(Number(pending.count) > 0)) throw new Error(`${side.build.label}: the operator queue is empty (${JSON.stringify(pending).slice(0, 200)})`);
+      queue = `; GET /actions/pending/operator count ${String(pending.count)}`;
+    }
     const counts = list.counts as { operator: number; supervisor: number };
     ctx.log(
       `    ${side.build.label}, ${principal}: GET /reports total ${Number(list.total).toLocaleString('en')} (operator ${counts.operator.toLocaleString('en')}, supervisor ${counts.supervisor.toLocaleString('en')}); ` +
-        `GET /audit "${AGENTS[0]}" total ${String(audit.total)}${audit.total_capped ? ' (capped)' : ''}; GET /actions/pending/operator count ${String(pending.count)}`,
+        `GET /audit "${AGENTS[0]}" total ${String(audit.total)}${audit.total_capped ? ' (capped)' : ''}${queue}`,
     );
   }
 }
@@ -205,15 +248,17 @@ async function runPair(ctx: Context, sides: Record<SideName, Side>, pair: number
   await withPair(order, core, start, async () => {
     for (const name of order) {
       const side = sides[name];
-      const cookies = {} as Record<Principal, string>;
-      for (const principal of Object.keys(PRINCIPALS) as Principal[]) cookies[principal] = await signInAs(side.child!.url, side.dbs.productionUrl, PRINCIPALS[principal]);
-      side.cookies = cookies;
+      const credentials: Partial<Record<Principal, Record<string, string>>> = { key: { authorization: API_KEY } };
+      for (const principal of CALLERS) {
+        if (principal !== 'key') credentials[principal] = { cookie: await signInAs(side.child!.url, side.dbs.productionUrl, SESSIONS[principal]) };
+      }
+      side.credentials = credentials;
       if (pair === 0) await describe(ctx, side);
     }
     ctx.log(`    pair ${pair + 1} of ${PAIRS}: ${order[0]} started first`);
     let j = pair;
-    for (const principal of Object.keys(PRINCIPALS) as Principal[]) {
-      for (const kind of KINDS) {
+    for (const principal of CALLERS) {
+      for (const kind of CALLS[principal]) {
         await compareKind(ctx, sides, principal, kind, j++ % 2 === 0 ? 'baseline' : 'current', pooled.get(`${principal}|${kind}`)!);
       }
     }
@@ -222,7 +267,7 @@ async function runPair(ctx: Context, sides: Record<SideName, Side>, pair: number
 
 export const visibilityCost: Scenario = {
   name: 'visibility-cost',
-  description: `GET /reports pages, GET /audit searches, GET /actions/pending/operator at ${sizeLabel(ROWS)} rows: this build vs ${BASELINE_REF} (BENCH_VISIBILITY_BASELINE), Agent and Supervisor sessions, alternating rounds (PostgreSQL)`,
+  description: `GET /reports pages and reports, GET /audit searches, GET /actions/pending/operator at ${sizeLabel(ROWS)} rows: this build vs ${BASELINE_REF} (BENCH_VISIBILITY_BASELINE), Agent and Supervisor sessions and the bot's key (BENCH_VISIBILITY_CALLERS), alternating rounds (PostgreSQL)`,
   needs: [],
   onlyWhenNamed: true,
   async run(ctx) {
@@ -239,8 +284,8 @@ export const visibilityCost: Scenario = {
     ctx.log(`    builds and databases ready in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 
     const pooled = new Map<string, Pooled>();
-    for (const principal of Object.keys(PRINCIPALS)) {
-      for (const kind of KINDS) pooled.set(`${principal}|${kind}`, { slices: { baseline: [], current: [] }, roundRatios: [], pairRatios: [], redone: 0 });
+    for (const principal of CALLERS) {
+      for (const kind of CALLS[principal]) pooled.set(`${principal}|${kind}`, { slices: { baseline: [], current: [] }, roundRatios: [], pairRatios: [], redone: 0 });
     }
     await withServiceCore(ctx.log, async (core) => {
       for (let pair = 0; pair < PAIRS; pair++) await runPair(ctx, sides, pair, core, pooled);
@@ -248,8 +293,8 @@ export const visibilityCost: Scenario = {
 
     const lines: ResultLine[] = [];
     const all: Slice[] = [];
-    for (const principal of Object.keys(PRINCIPALS) as Principal[]) {
-      for (const kind of KINDS) {
+    for (const principal of CALLERS) {
+      for (const kind of CALLS[principal]) {
         const p = pooled.get(`${principal}|${kind}`)!;
         const { baseline: b, current: c } = p.slices;
         all.push(...b, ...c);
