@@ -34,11 +34,14 @@ afterAll(() => t?.close());
 
 /**
  * Values for the crawl's parameters: report ids and parties from the model, other ids from the
- * store. `light` (the crawl after every step): the flagged lives and the latest few only; the
- * lists, which show every row, are crawled whole either way.
+ * store. The run's own lives (`light`, the crawl after every step: its flagged ones and the latest
+ * few), and the latest flagged lives of the runs before; the lists, which show every row, are
+ * crawled whole either way, so a run's cost does not grow with the runs before it.
  */
 async function pools(w: World, light: boolean): Promise<Pools> {
-  const lives = light ? [...new Set([...w.lives.filter((l) => l.flagged), ...w.lives.slice(-3)])] : w.lives;
+  const own = w.runLives();
+  const earlier = w.lives.slice(0, w.lives.length - own.length).filter((l) => l.flagged).slice(-4);
+  const lives = [...new Set([...earlier, ...(light ? [...own.filter((l) => l.flagged), ...own.slice(-3)] : own)])];
   const flaggedIds = [...new Set(w.lives.filter((l) => l.flagged).map((l) => l.id))];
   const parties = lives.flatMap((l) => [l.reporter, l.reported]);
   const latest = light ? 3 : 12;
