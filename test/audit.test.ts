@@ -261,6 +261,36 @@ describe('GET /audit below supervisor rank: the page of a search that hides rows
     const excluded = await audit('?search=hidepage&limit=7&offset=21&supervisor=exclude', supervisor.headers);
     expect(excluded.labels).toEqual(visible.slice(21, 28));
   });
+
+  it('counts exactly up to the cap however the hidden rows lie among the first matches', async () => {
+    // Volume (2,600 events) planted as the other volume tests are; the reports through SQL alike.
+    // The count takes the first matches in the scan's order (the insertion order here) and probes
+    // them: 1,300 hidden rows first leave it no 1,001 visible among them, so it counts again over
+    // everything; "count-b" rows are few enough to be every match of their own term.
+    await t.db.production.query(
+      `insert into reports (report_id, reporter, reported, reason, notes, evidence, is_supervisor) values ('COUNT-F', '1', '2', 'r', 'n', 'e', true), ('COUNT-V', '1', '2', 'r', 'n', 'e', false)`,
+    );
+    await t.db.production.query(
+      `insert into events (type, actor_kind, report_id, correlation_id, data, created_at)
+       select 'report.timeline_entry_added', 'system', case when g <= 1300 then 'COUNT-F' else 'COUNT-V' end,
+              case when g % 2 = 0 then 'count-a-' else 'count-b-' end || g,
+              jsonb_build_object('note', 'countmark ' || case when g % 2 = 0 then 'count-a-' else 'count-b-' end || g || '.'),
+              timestamptz '2026-04-01T00:00:00Z' + make_interval(secs => g)
+       from generate_series(1, 2600) as g`,
+    );
+    // 1,300 visible ("count-a" and "count-b" rows of COUNT-V): over the cap, though the first
+    // 1,272 matches in the scan are all hidden.
+    expect(await audit('?search=countmark&limit=5', agent.headers)).toMatchObject({ total: 1000, total_capped: true, labels: ['count-a-2600', 'count-b-2599', 'count-a-2598', 'count-b-2597', 'count-a-2596'] });
+    expect(await audit('?search=countmark&limit=5', supervisor.headers)).toMatchObject({ total: 1000, total_capped: true });
+    // "count-b-1" matches 1, 10 to 19, 100 to 199 and 1,000 to 1,999 (odd ones; the note is
+    // "countmark count-b-<n>."): hidden up to 1,300.
+    const odd = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i).filter((n) => n % 2 === 1);
+    const visibleB = odd(1301, 1999).length;
+    expect(await audit('?search=count-b-1&limit=3', agent.headers)).toMatchObject({ total: visibleB, total_capped: false, labels: ['count-b-1999', 'count-b-1997', 'count-b-1995'] });
+    expect((await audit('?search=count-b-1&limit=3', supervisor.headers)).total).toBe([1, ...odd(10, 19), ...odd(100, 199), ...odd(1000, 1999)].length);
+    // Past the page's end: counted, with nothing to show.
+    expect(await audit(`?search=count-b-1&limit=3&offset=${visibleB}`, agent.headers)).toMatchObject({ total: visibleB, labels: [] });
+  });
 });
 
 describe('GET /audit for those who see every report: the flag each event is shown with', () => {
