@@ -1,7 +1,7 @@
 // The discipline delivery queue (spec: States and transitions, Discipline delivery item). Items are
 // enqueued in the transaction of the change that asks for them; the bot claims them with
 // `for update skip locked`, after the shared stale sweep (queue/sweep.ts).
-import { maySeeReport, profileVisibleToSql, punishmentFlaggedSql, seesFlaggedReports } from '../platform/auth/report-access.js';
+import { maySeeReport, profileVisibleToSql, punishmentFlaggedSql, seesLookupPerson } from '../platform/auth/report-access.js';
 import type { Queryable, Tx } from '../platform/db/types.js';
 import type { Principal } from '../platform/auth/principal.js';
 import { punishmentJson, restrictedPunishment, type PunishmentRow, type RestrictedPunishment } from '../punishments/queries.js';
@@ -59,10 +59,7 @@ const withheld = { user_id: null, result_note: null, last_error: null, ref: null
  */
 function shownDelivery(principal: Principal | null, row: DeliveryRead): Delivery {
   const { report_flagged, ...item } = row;
-  if (item.punishment === null) {
-    const asker = principal?.kind === 'session' && principal.agent.chat_id === item.requested_by;
-    return seesFlaggedReports(principal) || asker ? item : { ...item, ...withheld };
-  }
+  if (item.punishment === null) return seesLookupPerson(principal, item.requested_by) ? item : { ...item, ...withheld };
   if (maySeeReport(principal, { is_supervisor: report_flagged })) return item;
   // Nothing of the report or its parties: the punished person's chat id goes with the texts.
   return { ...item, ...withheld, punishment: restrictedPunishment(item.punishment as PunishmentRow) };

@@ -141,9 +141,19 @@ export function shownAfterSql(principal: Principal | null | undefined, action: s
  */
 export function shownLookupSql(principal: Principal | null | undefined, isLookup: string, asker: string, shown: string, withheld: string): string {
   if (seesFlaggedReports(principal)) return shown;
-  // A chat id is digits (the session's agent row); quoted all the same.
+  // The rule of seesLookupPerson, for the asker as SQL. A chat id is digits (the session's agent
+  // row); quoted all the same.
   const me = principal?.kind === 'session' ? `'${principal.agent.chat_id.replace(/'/g, "''")}'` : 'null';
   return `case when (${isLookup}) and ${asker} is distinct from ${me} then ${withheld} else ${shown} end`;
+}
+
+/**
+ * Whether the principal is shown who a user lookup asked for by `requestedBy` is about: supervisor
+ * rank and the key always, anyone else only when they asked for it (shownLookupSql in SQL).
+ */
+export function seesLookupPerson(principal: Principal | null | undefined, requestedBy: string | null): boolean {
+  if (seesFlaggedReports(principal)) return true;
+  return principal?.kind === 'session' && requestedBy !== null && principal.agent.chat_id === requestedBy;
 }
 
 /**
