@@ -116,7 +116,12 @@ export function erasedColumns(entry: CatalogueEntry, row: Record<string, unknown
     else if (typeof value !== 'string') continue;
     else if (role === 'chat') next = value === subject.chatId ? subject.pseudonym : value;
     else if (typeof role === 'object' && ownerOf(row, role) === subject.chatId) next = role.erased ?? ERASURE_MARKER;
-    else next = scrubText(value, subject);
+    else {
+      next = scrubText(value, subject);
+      // A value with a form of its own (a URL) that names the person is erased whole, into that
+      // form: the bot's first evidence row has no submitter but is the reporter's URL (issue 39).
+      if (typeof role === 'object' && role.erased !== undefined && next !== value) next = role.erased;
+    }
     if (JSON.stringify(next) !== JSON.stringify(value)) changes[column] = next;
   }
   return changes;
