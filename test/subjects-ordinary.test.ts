@@ -1,13 +1,14 @@
 // Erasure in ordinary use (issue 39, findings 1 and 2), every fixture through the routes as the bot
 // and the dashboards write it: the reporter of a report the bot filed with an evidence URL is
 // erased (its first evidence row has no submitter, and its URL must stay a URL), and a person
-// erased once who appears again is erased again, with a second record under the same pseudonym.
+// erased once who appears again is erased again, with a second record under the same pseudonym;
+// and only the person's whole words go (finding 8): a name "Sam" is not part of "Samantha Staff".
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERASURE_MARKER } from '../src/platform/audit-chain/personal-fields.js';
 import { ERASED_URL } from '../src/admin/subjects/catalogue.js';
 import { admin } from './helpers/admin.js';
 import { createTestApp, type TestApp } from './helpers/app.js';
-import { chatId, type Person } from './helpers/identity.js';
+import { chatId, signedIn, type Person } from './helpers/identity.js';
 import { key } from './helpers/reports.js';
 import { storeName } from './helpers/stores.js';
 import { traces } from './helpers/erasure-checks.js';
@@ -72,5 +73,26 @@ describe(`erasure in ordinary use on ${storeName}`, () => {
     ]);
     expect(await rows('select reporter, reason from reports where report_id = $1::text', [again])).toEqual([{ reporter: alias, reason: ERASURE_MARKER }]);
     expect(await traces(t.db.production, [person, 'Zephyrlode', 'Marrowquill'])).toEqual([]);
+  });
+
+  it('erases whole words only: a name or a word of theirs inside a longer word stays, staff names and notes included', async () => {
+    const reporter = chatId();
+    const samantha = await signedIn(t, { rank: 'Supervisor', clearance: 3, name: 'Samantha Staff' });
+    const id = await file(reporter, 'Ordinary', { reporter_name: 'Sam', reason: 'spam' });
+    // Assigned to her by the bot, she opens an investigation and notes it, as the dashboard does.
+    const assign = await t.app.inject({ method: 'PATCH', url: `/reports/${id}/update`, headers: key, payload: { assigned_agent: samantha.agent.chat_id } });
+    expect(assign.statusCode, assign.body).toBe(200);
+    const begin = await t.app.inject({ method: 'POST', url: `/reports/${id}/investigation/begin`, headers: samantha.headers });
+    expect(begin.statusCode, begin.body).toBe(200);
+    const note = await t.app.inject({ method: 'POST', url: `/reports/${id}/notes`, headers: samantha.headers, payload: { note: 'Samantha: spamming again; Sam says spam.' } });
+    expect(note.statusCode, note.body).toBe(201);
+    const res = await erase(reporter);
+    expect(res.statusCode, res.body).toBe(200);
+    expect(await rows('select note, author_name from report_notes where report_id = $1::text', [id])).toEqual([
+      { note: `Samantha: spamming again; ${ERASURE_MARKER} says ${ERASURE_MARKER}.`, author_name: 'Samantha Staff' },
+    ]);
+    // The staff member's name stays in the trail: the event of their note is theirs.
+    expect(await rows("select actor_name from events where report_id = $1::text and type = 'report.note_added'", [id])).toEqual([{ actor_name: 'Samantha Staff' }]);
+    expect(await rows('select reporter_name, reason from reports where report_id = $1::text', [id])).toEqual([{ reporter_name: ERASURE_MARKER, reason: ERASURE_MARKER }]);
   });
 });

@@ -82,15 +82,54 @@ export function collectTerms(chatId: string, rows: Iterable<{ entry: CatalogueEn
   return [...terms].sort((a, b) => b.length - a.length || a.localeCompare(b));
 }
 
-/** The person's chat id becomes the pseudonym, their names and words the marker; the rest stays. */
+/** A letter, digit or underscore: what a word is made of, in any script. */
+const WORD_CHAR = /[\p{L}\p{N}_]/u;
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * Where a term occurs as whole words (issue 39, finding 8): an end of the term that is a word
+ * character must not touch another one, so "Sam" is not found in "Samantha", nor "spam" in
+ * "spamming", nor a chat id inside a longer number. A term ending in punctuation ends there.
+ */
+function wholeWords(term: string): RegExp {
+  const chars = [...term];
+  const before = WORD_CHAR.test(chars[0] ?? '') ? '(?<![\\p{L}\\p{N}_])' : '';
+  const after = WORD_CHAR.test(chars.at(-1) ?? '') ? '(?![\\p{L}\\p{N}_])' : '';
+  return new RegExp(`${before}${escapeRegExp(term)}${after}`, 'gu');
+}
+
+interface Patterns {
+  forChatId: string;
+  chatId: RegExp;
+  /** The terms of MIN_SUBSTRING or more characters, found inside longer values. */
+  terms: { term: string; pattern: RegExp }[];
+}
+
+// Per subject (its terms array), for the erasure's life only: nothing personal outlives it here.
+const patternsBySubject = new WeakMap<readonly string[], Patterns>();
+function patternsOf(subject: Pick<Subject, 'chatId' | 'terms'>): Patterns {
+  let patterns = patternsBySubject.get(subject.terms);
+  if (patterns?.forChatId !== subject.chatId) {
+    patterns = { forChatId: subject.chatId, chatId: wholeWords(subject.chatId), terms: subject.terms.filter((t) => t.length >= MIN_SUBSTRING).map((term) => ({ term, pattern: wholeWords(term) })) };
+    patternsBySubject.set(subject.terms, patterns);
+  }
+  return patterns;
+}
+
+/** Whether the pattern occurs in the value (a global pattern's search starts over each time). */
+const occursIn = (pattern: RegExp, value: string) => {
+  pattern.lastIndex = 0;
+  return pattern.test(value);
+};
+
+/** The person's chat id becomes the pseudonym, their names and words the marker, as whole words; the rest stays. */
 export function scrubText(value: string, subject: Subject): string {
   if (value === subject.chatId) return subject.pseudonym;
+  if (subject.terms.includes(value)) return ERASURE_MARKER;
+  const patterns = patternsOf(subject);
   let out = value;
-  for (const term of subject.terms) {
-    if (out === term) return ERASURE_MARKER;
-    if (term.length >= MIN_SUBSTRING && out.includes(term)) out = out.split(term).join(ERASURE_MARKER);
-  }
-  return out.split(subject.chatId).join(subject.pseudonym);
+  for (const { pattern } of patterns.terms) out = out.replace(pattern, ERASURE_MARKER);
+  return out.replace(patterns.chatId, subject.pseudonym);
 }
 
 /** A jsonb value with the same rules, and what the person owns in it (JSON_OWNERSHIP) marked whole. */
@@ -129,6 +168,7 @@ export function erasedColumns(entry: CatalogueEntry, row: Record<string, unknown
 
 /** Whether a sealed row's personal leaf names the person: their chat id, or one of their names or words. */
 export function namesSubject(value: string, subject: Pick<Subject, 'chatId' | 'terms'>): boolean {
-  if (value.includes(subject.chatId)) return true;
-  return subject.terms.some((t) => value === t || (t.length >= MIN_SUBSTRING && value.includes(t)));
+  const patterns = patternsOf(subject);
+  if (occursIn(patterns.chatId, value) || subject.terms.includes(value)) return true;
+  return patterns.terms.some(({ pattern }) => occursIn(pattern, value));
 }
