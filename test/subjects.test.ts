@@ -124,7 +124,7 @@ describe(`subject access and erasure on ${storeName}`, () => {
     expect(await everyTable(t.db.production)).toEqual(before);
   });
 
-  it('refuses with 409 PUNISHMENT_IN_FORCE while a punishment is Active or Appealed and not expired, writing nothing', async () => {
+  it('refuses with 409 PUNISHMENT_IN_FORCE while a punishment is Active or Appealed (past its expiry too, until swept), writing nothing', async () => {
     const person = chatId();
     await t.db.production.query(
       `insert into punishments (punishment_id, user_id, username, reason, status, expires_at) values

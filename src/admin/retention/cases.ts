@@ -96,8 +96,8 @@ export async function eraseClosedCase(tx: Tx, key: Buffer, c: ClosedCase, days: 
   const people = peopleOf(found);
   const { rows: staff } = await tx.query<{ chat_id: string }>('select chat_id from agents where chat_id = any($1::text[])', [people]);
   const persons = people.filter((p) => !staff.some((s) => s.chat_id === p));
-  const heldBy = await punishmentInForce(tx, persons);
-  if (heldBy !== undefined) return { erased: false, heldBy };
+  const held = await punishmentInForce(tx, persons);
+  if (held !== undefined) return { erased: false, heldBy: held.punishmentId };
 
   const subjects: Subject[] = persons.map((chatId) => ({ chatId, pseudonym: pseudonym(key, chatId), terms: collectTerms(chatId, found) }));
   const counts = await eraseMutableRows(tx, found, subjects);

@@ -7,15 +7,31 @@ import type { CatalogueEntry } from './catalogue.js';
 import type { FoundRow } from './queries.js';
 import { erasedColumns, type Subject } from './scrub.js';
 
-/** A punishment in force against any of them (Active or Appealed, not past its expiry): its id. */
-export async function punishmentInForce(tx: Tx, chatIds: readonly string[]): Promise<string | undefined> {
-  const { rows } = await tx.query<{ punishment_id: string }>(
-    `select punishment_id from punishments where user_id = any($1::text[]) and status in ('Active', 'Appealed')
-       and (expires_at is null or expires_at > now()) order by created_at limit 1`,
+/**
+ * A punishment in force against any of them on the chat platform: Active or Appealed (past its
+ * expiry too, until the sweep expires it), or ended here but not yet lifted there, its revoke or
+ * expire delivery pending, processing or failed (a cancelled one was given up by an operator).
+ * An erasure would rewrite the delivery's target to the pseudonym, and the ban would never lift
+ * (issue 39, finding 6). Its id, and whether it is the lifting that is held up.
+ */
+export async function punishmentInForce(tx: Tx, chatIds: readonly string[]): Promise<{ punishmentId: string; lifting: boolean } | undefined> {
+  const { rows } = await tx.query<{ punishment_id: string; lifting: boolean }>(
+    `select punishment_id, false as lifting, created_at from punishments where user_id = any($1::text[]) and status in ('Active', 'Appealed')
+     union all
+     select punishment_id, true, created_at from discipline_deliveries
+      where user_id = any($1::text[]) and kind in ('revoke', 'expire') and status in ('pending', 'processing', 'failed')
+     order by lifting, created_at, punishment_id limit 1`,
     [chatIds],
   );
-  return rows[0]?.punishment_id;
+  const row = rows[0];
+  return row && { punishmentId: row.punishment_id, lifting: row.lifting };
 }
+
+/** The refusal of an erasure while a punishment is in force (punishmentInForce). */
+export const inForceMessage = ({ punishmentId, lifting }: { punishmentId: string; lifting: boolean }) =>
+  lifting
+    ? `Punishment ${punishmentId} against this person has ended, but its lifting on the chat platform has not completed: wait for the bot, or requeue or cancel its delivery`
+    : `Punishment ${punishmentId} against this person is still in force: revoke it or let it expire first`;
 
 const columnCast = (entry: CatalogueEntry, column: string) => (entry.columns[column] === 'json' ? 'jsonb' : 'text');
 

@@ -10,7 +10,7 @@ import type { Tx } from '../../platform/db/types.js';
 import { errors } from '../../platform/errors.js';
 import type { Actor } from '../../platform/events.js';
 import { recordAdminChangeBy } from '../trail.js';
-import { addSealedCounts, eraseMutableRows, punishmentInForce } from './erase-rows.js';
+import { addSealedCounts, eraseMutableRows, inForceMessage, punishmentInForce } from './erase-rows.js';
 import { eraseSealed } from './erase-sealed.js';
 import { findSubjectRows } from './queries.js';
 import type { Subject } from './scrub.js';
@@ -43,7 +43,7 @@ export async function eraseSubject(tx: Tx, key: Buffer, request: ErasureRequest)
   const { rows: staff } = await tx.query('select 1 from agents where chat_id = $1::text', [chatId]);
   if (staff.length > 0) throw errors.conflict(`${chatId} is an agent: staff records are not erased by a subject erasure`, 'SUBJECT_IS_STAFF');
   const inForce = await punishmentInForce(tx, [chatId]);
-  if (inForce) throw errors.conflict(`Punishment ${inForce} against this person is still in force: revoke it or let it expire first`, 'PUNISHMENT_IN_FORCE');
+  if (inForce) throw errors.conflict(inForceMessage(inForce), 'PUNISHMENT_IN_FORCE');
 
   const { terms, found } = await findSubjectRows(tx, chatId, { lock: true });
   const subject: Subject = { chatId, pseudonym: alias, terms };

@@ -82,6 +82,11 @@ export function collectTerms(chatId: string, rows: Iterable<{ entry: CatalogueEn
   return [...terms].sort((a, b) => b.length - a.length || a.localeCompare(b));
 }
 
+/** What the URL columns' checks ask of a value (report_evidence.url, reports.evidence_url). */
+const HTTP_URL = /^https?:\/\//i;
+const URL_MAX = 2000;
+const keepsUrlForm = (value: string) => HTTP_URL.test(value) && value.length <= URL_MAX;
+
 /** A letter, digit or underscore: what a word is made of, in any script. */
 const WORD_CHAR = /[\p{L}\p{N}_]/u;
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -157,9 +162,11 @@ export function erasedColumns(entry: CatalogueEntry, row: Record<string, unknown
     else if (typeof role === 'object' && ownerOf(row, role) === subject.chatId) next = role.erased ?? ERASURE_MARKER;
     else {
       next = scrubText(value, subject);
-      // A value with a form of its own (a URL) that names the person is erased whole, into that
-      // form: the bot's first evidence row has no submitter but is the reporter's URL (issue 39).
-      if (typeof role === 'object' && role.erased !== undefined && next !== value) next = role.erased;
+      // A value with a form of its own (a URL) keeps it: one the scrub left without it (a whole
+      // value of theirs became the marker) is erased into that form. The bot's first evidence row
+      // has no submitter but is the reporter's URL (issue 39). Someone else's URL that merely
+      // quotes a word of theirs loses that word only, as any other text does.
+      if (typeof role === 'object' && role.erased !== undefined && next !== value && !keepsUrlForm(next as string)) next = role.erased;
     }
     if (JSON.stringify(next) !== JSON.stringify(value)) changes[column] = next;
   }
