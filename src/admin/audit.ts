@@ -3,7 +3,7 @@
 // (migrations/0011_admin_audit.sql).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
-import { eventReportIds, shownAfterSql, shownLookupSql, visibleToSql } from '../platform/auth/report-access.js';
+import { eventReportIds, lookupWithheldSql, shownAfterSql, shownLookupSql, visibleToSql } from '../platform/auth/report-access.js';
 import type { Queryable } from '../platform/db/types.js';
 import type { Principal } from '../platform/auth/principal.js';
 import { readDb } from '../platform/http/request-context.js';
@@ -73,11 +73,17 @@ function whereOf(filters: AuditFilters, principal: Principal | null): { where: s
     values.push(value);
     clauses.push(`${column} = $${values.length}::text`);
   }
+  // A row matches a filter only by what it shows: a lookup request whose target is withheld
+  // (LOOKUP_TARGET) never matches one on its target (issue 38, review of 020e2e6).
+  const withheld = LOOKUP_WITHHELD(principal);
+  if (filters.target !== undefined && withheld !== 'false') clauses.push(`not ${withheld}`);
   return { where: clauses.length ? `where ${clauses.join(' and ')}` : '', values };
 }
 
 /** A lookup request's person (its target) is shown below supervisor rank only to who asked for it. */
-const LOOKUP_TARGET = (principal: Principal | null) => shownLookupSql(principal, "l.action = 'discipline.user_lookup_requested'", 'l.actor_chat_id', 'l.target', 'null');
+const IS_LOOKUP_REQUEST = "l.action = 'discipline.user_lookup_requested'";
+const LOOKUP_TARGET = (principal: Principal | null) => shownLookupSql(principal, IS_LOOKUP_REQUEST, 'l.actor_chat_id', 'l.target', 'null');
+const LOOKUP_WITHHELD = (principal: Principal | null) => lookupWithheldSql(principal, IS_LOOKUP_REQUEST, 'l.actor_chat_id');
 
 /** A subject's export or erasure row is shown without its counts below supervisor rank (report-access.ts). */
 async function listAdminAudit(db: Queryable, principal: Principal | null, filters: AuditFilters, limit: number, offset: number) {

@@ -1,7 +1,7 @@
 // GET /audit reads the canonical events table. Every filter, the search, the sort and the page
 // are SQL: a case id is found through the events' report id index, other text through the
 // trigram-indexed search_text column of migration 0005.
-import { anyReportFlaggedSql, countingActionSql, eventReportIds, seesFlaggedReports, shownAfterSql, shownLookupSql, visibleToSql, withholdsCounts } from '../platform/auth/report-access.js';
+import { anyReportFlaggedSql, countingActionSql, eventReportIds, lookupWithheldSql, seesFlaggedReports, shownAfterSql, shownLookupSql, visibleToSql, withholdsCounts } from '../platform/auth/report-access.js';
 import type { Queryable } from '../platform/db/types.js';
 import type { Principal } from '../platform/auth/principal.js';
 import type { EventRecord } from '../platform/events.js';
@@ -78,10 +78,22 @@ interface Where {
   values: unknown[];
 }
 
-/** events.search_text (migration 0005) of the row as the caller is shown it. */
+/** A user lookup's event, and who asked for the lookup (a lookup's events are the bot's). */
+const IS_LOOKUP = "data ->> 'kind' = 'user_lookup'";
+const LOOKUP_ASKER = `(select dd.requested_by from discipline_deliveries dd where dd.item_id = (data ->> 'item_id')::bigint)`;
+/** The data column as the caller is shown it: a lookup's without its person unless they asked for it. */
+const shownDataSql = (principal: Principal | null) => shownLookupSql(principal, IS_LOOKUP, LOOKUP_ASKER, 'data', "data - 'user_id'");
+
+/** events.search_text (migration 0005) of the row as the caller is shown it (shownColumns). */
 const shownSearchText = (principal: Principal | null) =>
   `lower(type || ' ' || coalesce(report_id, '') || ' ' || coalesce(actor_name, '') || ' ' || coalesce(before::text, '') || ' '
-     || coalesce((${shownAfterSql(principal, 'type', 'after')})::text, '') || ' ' || coalesce(data::text, ''))`;
+     || coalesce((${shownAfterSql(principal, 'type', 'after')})::text, '') || ' ' || coalesce((${shownDataSql(principal)})::text, ''))`;
+
+/**
+ * SQL: the row is shown with less than it stores (shownColumns), so that a search must match it by
+ * what it shows: a subject's export or erasure without its counts, a lookup without its person.
+ */
+const shownLessSql = (principal: Principal | null) => `(${countingActionSql('type')} or ${lookupWithheldSql(principal, IS_LOOKUP, LOOKUP_ASKER)})`;
 
 const whereOf = (conditions: readonly string[]) => (conditions.length > 0 ? `where ${conditions.join(' and ')}` : '');
 
@@ -99,11 +111,12 @@ function whereClause(filter: AuditFilter): Where {
     const probe = indexProbe(term);
     if (probe === term) match.push(`search_text like '%' || ${param(escapeLike(term))}::text || '%'`);
     else match.push(`search_text like '%' || ${param(escapeLike(probe))}::text || '%' and strpos(search_text, ${param(term)}::text) > 0`);
-    // A row shown without its counts matches a search only by what it shows (as a placeholder
-    // matches filters: docs/access.md). With the hidden rows, not the match: a few rows it keeps
-    // out, and among the match its estimate made the planner read whole trigram posting lists.
+    // A row shown with less than it stores matches a search only by what it shows (as a
+    // placeholder matches filters: docs/access.md). With the hidden rows, not the match: a few
+    // rows it keeps out, and among the match its estimate made the planner read whole trigram
+    // posting lists.
     if (withholdsCounts(filter.principal)) {
-      hide.push(`case when ${countingActionSql('type')} then strpos(${shownSearchText(filter.principal)}, ${param(term)}::text) > 0 else true end`);
+      hide.push(`case when ${shownLessSql(filter.principal)} then strpos(${shownSearchText(filter.principal)}, ${param(term)}::text) > 0 else true end`);
     }
   }
   if (filter.events.length > 0) {
@@ -206,14 +219,11 @@ export async function searchEvents(db: Queryable, filter: AuditFilter): Promise<
 
 const columns = (after: string, data = 'data') => `id, type, actor_kind, actor_chat_id, actor_name, report_id, before, ${after}, ${data}, correlation_id`;
 const COLUMNS = columns('after');
-/** Who asked for the lookup an event is about (a lookup's events are the bot's). */
-const LOOKUP_ASKER = `(select dd.requested_by from discipline_deliveries dd where dd.item_id = (data ->> 'item_id')::bigint)`;
 /**
  * The columns as the caller is shown them: below supervisor rank a subject's export or erasure
  * without its counts, and a user lookup's events without its person unless the caller asked for it.
  */
-const shownColumns = (principal: Principal | null) =>
-  columns(`${shownAfterSql(principal, 'type', 'after')} as after`, `${shownLookupSql(principal, "data ->> 'kind' = 'user_lookup'", LOOKUP_ASKER, 'data', "data - 'user_id'")} as data`);
+const shownColumns = (principal: Principal | null) => columns(`${shownAfterSql(principal, 'type', 'after')} as after`, `${shownDataSql(principal)} as data`);
 
 /**
  * The page of a search whose conditions hide a few rows (the events of flagged reports, for those

@@ -141,10 +141,15 @@ export function shownAfterSql(principal: Principal | null | undefined, action: s
  */
 export function shownLookupSql(principal: Principal | null | undefined, isLookup: string, asker: string, shown: string, withheld: string): string {
   if (seesFlaggedReports(principal)) return shown;
-  // The rule of seesLookupPerson, for the asker as SQL. A chat id is digits (the session's agent
-  // row); quoted all the same.
+  return `case when ${lookupWithheldSql(principal, isLookup, asker)} then ${withheld} else ${shown} end`;
+}
+
+/** SQL: the row is a user lookup's whose person the principal is not shown (seesLookupPerson as SQL); `false` for those shown every one. */
+export function lookupWithheldSql(principal: Principal | null | undefined, isLookup: string, asker: string): string {
+  if (seesFlaggedReports(principal)) return 'false';
+  // A chat id is digits (the session's agent row); quoted all the same.
   const me = principal?.kind === 'session' ? `'${principal.agent.chat_id.replace(/'/g, "''")}'` : 'null';
-  return `case when (${isLookup}) and ${asker} is distinct from ${me} then ${withheld} else ${shown} end`;
+  return `((${isLookup}) and ${asker} is distinct from ${me})`;
 }
 
 /**
