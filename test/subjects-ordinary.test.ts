@@ -3,7 +3,8 @@
 // erased (its first evidence row has no submitter, and its URL must stay a URL), and a person
 // erased once who appears again is erased again, with a second record under the same pseudonym;
 // only the person's whole words go (finding 8): a name "Sam" is not part of "Samantha Staff"; and
-// a person whose ban is not yet lifted on the chat platform is in force until it is (finding 6).
+// a person whose ban is not yet lifted on the chat platform is in force until it is (finding 6);
+// and a chat profile's fields beyond the named ones go too (finding 7).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERASURE_MARKER } from '../src/platform/audit-chain/personal-fields.js';
 import { ERASED_URL } from '../src/admin/subjects/catalogue.js';
@@ -179,5 +180,20 @@ describe(`erasure in ordinary use on ${storeName}`, () => {
       { evidence_url: erasedForm, reported: res.json().pseudonym, reported_name: ERASURE_MARKER },
     ]);
     expect(await rows('select url, submitted_by from report_evidence where report_id = $1::text', [reportedBy])).toEqual([{ url: erasedForm, submitted_by: null }]);
+  });
+
+  it("erases a chat profile's fields beyond the named ones, in a deleted report's pre-image and its event", async () => {
+    const person = chatId();
+    const id = await file(person, 'Ordinary');
+    const delivered = await t.app.inject({
+      method: 'POST', url: `/reports/${id}/chat-profiles`, headers: key,
+      payload: { reporter: { chat_id: person, username: 'glimmerfen', global_name: 'Glimmer Fen', bio: 'Collects Quokkabell figurines', id: 'ext-77123', badges: ['Quokkabell club'] } },
+    });
+    expect(delivered.statusCode, delivered.body).toBe(200);
+    const deleted = await t.app.inject({ method: 'DELETE', url: `/reports/${id}`, headers: key, payload: { reason: 'Filed twice' } });
+    expect(deleted.statusCode, deleted.body).toBe(200);
+    const res = await erase(person);
+    expect(res.statusCode, res.body).toBe(200);
+    expect(await traces(t.db.production, [person, 'glimmerfen', 'Glimmer Fen', 'Quokkabell', 'ext-77123'])).toEqual([]);
   });
 });

@@ -97,6 +97,16 @@ const chatProfilesSql = (principal: Principal | null) => `coalesce((select jsonb
          'updated_at', iso_utc(p.updated_at)) order by p.chat_id)
        from chat_profiles p where p.chat_id in (r.reporter, r.reported) and ${profileVisibleToSql(principal, 'p.chat_id')}), '[]'::jsonb)`;
 
+/**
+ * The pre-image as its event carries it into the sealed trail: each chat profile without the
+ * whole object the bot delivered (`profile`), whose fields beyond the named ones no erasure could
+ * reach in a sealed row (only named keys are erasable: audit-chain/personal-fields.ts). The
+ * deleted report's own pre-image keeps it, and an erasure empties it there (issue 39, finding 7).
+ */
+export function sealedPreImage(preImage: FullReport): Omit<FullReport, 'chat_profiles'> & { chat_profiles: Record<string, unknown>[] } {
+  return { ...preImage, chat_profiles: preImage.chat_profiles.map(({ profile: _profile, ...named }) => named) };
+}
+
 /** Everything, for what the service keeps rather than answers (a deleted report's pre-image). */
 export const WHOLE: Principal = { kind: 'key' };
 

@@ -10,7 +10,7 @@ import { actorOf, readDb } from '../platform/http/request-context.js';
 import { COMMON_ERRORS, errorResponses } from '../platform/http/schemas.js';
 import { listAllReports, listReportPage, redact } from './list.js';
 import {
-  addTimeline, deleteReportWithPreImage, findReport, fullReportOfCreated, insertInitialEvidence, insertReport, loadFullReport, REPORT_STATUSES,
+  addTimeline, deleteReportWithPreImage, findReport, fullReportOfCreated, insertInitialEvidence, insertReport, loadFullReport, REPORT_STATUSES, sealedPreImage,
   updateReportFields, upsertChatProfile, WHOLE, type ReportChanges, type ReportRow, type ReportStatus,
 } from './queries.js';
 import {
@@ -194,7 +194,7 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         // Written after the row is gone: it belongs to the pre-image (migration 0025).
         await addTimeline(tx, current.report_id, `Report deleted: ${reason}`, actor);
         await recordEvent(tx, {
-          type: 'report.deleted', actor, correlationId: request.id, reportId: current.report_id, before: preImage, data: { reason }, isSupervisor: current.is_supervisor,
+          type: 'report.deleted', actor, correlationId: request.id, reportId: current.report_id, before: sealedPreImage(preImage), data: { reason }, isSupervisor: current.is_supervisor,
         });
         return { report_id: current.report_id, deleted_at };
       });

@@ -31,6 +31,8 @@ const JSON_OWNERSHIP: Readonly<Record<string, readonly string[]>> = {
   submitted_by_id: ['description', 'url', 'submitted_by_name'],
   actor_chat_id: ['actor_name'],
 };
+/** A chat profile's whole object as the bot delivered it, beside its named fields (reports/queries.ts). */
+const PROFILE_KEY = 'profile';
 /** In a report's pre-image whose reporter is the person, their relayed messages carry no sender id. */
 const REPORTER_MESSAGE_KEYS = ['body', 'sender_name'];
 
@@ -145,7 +147,12 @@ export function scrubJson(node: Json, subject: Subject, reporterIsSubject = fals
   const inReport = reporterIsSubject || (node.reporter === subject.chatId && 'reported' in node);
   const owned = ownedKeys(node, subject.chatId, inReport);
   return Object.fromEntries(
-    Object.entries(node).map(([k, v]) => [k, owned.has(k) && typeof v === 'string' ? ERASURE_MARKER : scrubJson(v, subject, inReport)]),
+    Object.entries(node).map(([k, v]) => {
+      // Their chat profile's whole delivered object (a pre-image's chat_profiles): every field of
+      // it is theirs, named or not, and the stored profile itself is deleted (issue 39, finding 7).
+      if (k === PROFILE_KEY && node.chat_id === subject.chatId && isObject(v)) return [k, {}];
+      return [k, owned.has(k) && typeof v === 'string' ? ERASURE_MARKER : scrubJson(v, subject, inReport)];
+    }),
   );
 }
 
