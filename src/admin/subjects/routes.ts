@@ -21,8 +21,12 @@ const SubjectParams = Type.Object({ chat_id: ChatId }, { additionalProperties: f
 const ExportedRow = Type.Object({
   id: Type.String({ description: "The row's id in its table" }),
   at: Type.Union([Type.String(), Type.Null()], { description: 'When the row was written (or last changed, for a chat profile)' }),
-  row: Type.Record(Type.String(), Type.Unknown(), { description: 'The row as stored' }),
+  row: Type.Record(Type.String(), Type.Unknown(), { description: "The row as stored, other people's identities and words replaced by [withheld]" }),
 });
+const WithheldCounts = Type.Object(
+  { other_people: Type.Optional(Type.Integer()), staff: Type.Optional(Type.Integer()), contact_of_others: Type.Optional(Type.Integer()) },
+  { additionalProperties: false },
+);
 const SubjectExport = Type.Object({
   success: Type.Literal(true),
   chat_id: Type.String(),
@@ -30,6 +34,15 @@ const SubjectExport = Type.Object({
   correlation_id: CorrelationId,
   total: Type.Integer({ description: 'Rows in all kinds' }),
   kinds: Type.Record(Type.String(), Type.Array(ExportedRow), { description: 'Every kind of the personal-data catalogue, each with the rows naming the person' }),
+  withheld: Type.Object(
+    {
+      total: Type.Integer({ description: 'Values withheld in all' }),
+      rows_withheld_whole: Type.Integer({ description: 'Rows not shown at all (contact threads between another reporter and staff)' }),
+      kinds: Type.Record(Type.String(), WithheldCounts, { description: 'Values withheld per kind and reason' }),
+      why: Type.String(),
+    },
+    { description: "Other people's identities and words withheld from the export (GDPR article 15(4))" },
+  ),
 });
 
 const EraseBody = Type.Object(

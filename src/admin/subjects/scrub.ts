@@ -20,7 +20,7 @@ export interface Subject {
  * these sibling keys' values. `reporter` only in a report's shape (it has `reported` too): a
  * queue payload names the reporter beside an agent's message to them.
  */
-const JSON_OWNERSHIP: Readonly<Record<string, readonly string[]>> = {
+export const JSON_OWNERSHIP: Readonly<Record<string, readonly string[]>> = {
   reporter: ['reporter_name', 'reason', 'notes', 'evidence', 'evidence_url'],
   reported: ['reported_name'],
   user_id: ['username'],
@@ -98,7 +98,7 @@ const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  * character must not touch another one, so "Sam" is not found in "Samantha", nor "spam" in
  * "spamming", nor a chat id inside a longer number. A term ending in punctuation ends there.
  */
-function wholeWords(term: string): RegExp {
+export function wholeWords(term: string): RegExp {
   const chars = [...term];
   const before = WORD_CHAR.test(chars[0] ?? '') ? '(?<![\\p{L}\\p{N}_])' : '';
   const after = WORD_CHAR.test(chars.at(-1) ?? '') ? '(?![\\p{L}\\p{N}_])' : '';
