@@ -1,12 +1,13 @@
 // `npm run cli -- subject-export --env <env> --chat-id <id> --out <file>` and `subject-erase --env
 // <env> --chat-id <id> --reason <r> --reference <ref>` (issue 32): what GET /admin/subjects/<id>
-// and POST /admin/subjects/<id>/erase do, for an operator, recorded as actor_kind 'operator'.
+// and POST /admin/subjects/<id>/erase do, for an operator, recorded as actor_kind 'operator'; and
+// `pseudonym-key --env <env>`, the value of <ENV>_PSEUDONYM_KEY (subject-key.ts).
 import { randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { pino } from 'pino';
 import { eraseSubject } from './admin/subjects/erase.js';
 import { exportSubject } from './admin/subjects/export.js';
-import { subjectPseudonymKey } from './admin/subjects/subject-key.js';
+import { dropLegacyPseudonymSecret, legacyPseudonymSecret, newPseudonymSecret, subjectPseudonymKey } from './admin/subjects/subject-key.js';
 import { ENV_OPTION, parseEnvironment, parseOptions, UsageError } from './cli-options.js';
 import { loadConfig, type EnvironmentName } from './config.js';
 import { migrate } from './platform/db/migrate.js';
@@ -26,12 +27,12 @@ function textOption(name: string, value: string | boolean | undefined, max: numb
   return value;
 }
 
-async function withDb<T>(env: EnvironmentName, fn: (db: Db) => Promise<T>): Promise<T> {
+async function withDb<T>(env: EnvironmentName, fn: (db: Db, key: () => Promise<Buffer>) => Promise<T>): Promise<T> {
   const config = loadConfig();
   const db = await defaultOpenDb(config, pino({ level: 'warn' }))(config.environments[env]);
   try {
     await db.direct(migrate);
-    return await fn(db);
+    return await fn(db, () => subjectPseudonymKey({ name: env, config: config.environments[env], dataDir: config.dataDir, db }));
   } finally {
     await db.close();
   }
@@ -56,9 +57,9 @@ async function subjectEraseCommand(args: string[]): Promise<number> {
   const chatId = chatIdOption(values['chat-id']);
   const reason = textOption('reason', values.reason, 500);
   const reference = textOption('reference', values.reference, 200);
-  return withDb(env, async (db) => {
-    const key = await subjectPseudonymKey(db);
+  return withDb(env, async (db, pseudonymKey) => {
     try {
+      const key = await pseudonymKey();
       const result = await db.transaction((tx) => eraseSubject(tx, key, { chatId, reason, reference, actor: OPERATOR, correlationId: randomUUID() }));
       const counts = Object.entries(result.counts).map(([table, n]) => `${n} ${table}`).join(', ');
       if (result.erasure_id === null) console.log(`${env}: nothing names ${chatId} any more (pseudonym ${result.pseudonym}); nothing changed`);
@@ -72,7 +73,27 @@ async function subjectEraseCommand(args: string[]): Promise<number> {
   });
 }
 
+/**
+ * `pseudonym-key --env <env>`: the line to set <ENV>_PSEUDONYM_KEY. A key an earlier release kept in
+ * the database is printed and then deleted from it (pseudonyms stay what they were, and backups
+ * taken from now on do not hold it); otherwise a new one. Nothing else is written.
+ */
+async function pseudonymKeyCommand(args: string[]): Promise<number> {
+  const values = parseOptions(args, ENV_OPTION);
+  const env = parseEnvironment(values.env);
+  return withDb(env, async (db) => {
+    const legacy = await legacyPseudonymSecret(db);
+    console.log(`${env.toUpperCase()}_PSEUDONYM_KEY=${legacy ?? newPseudonymSecret()}`);
+    if (legacy !== undefined) {
+      await dropLegacyPseudonymSecret(db);
+      console.error(`${env}: the key an earlier release kept in the database is printed above and deleted from it: set the variable before the next erasure`);
+    }
+    return 0;
+  });
+}
+
 export const SUBJECT_COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
+  'pseudonym-key': pseudonymKeyCommand,
   'subject-export': subjectExportCommand,
   'subject-erase': subjectEraseCommand,
 };

@@ -28,7 +28,10 @@ Commands:
       write everything held about a chat id to <file> (the document GET /admin/subjects/<id> answers)
   subject-erase --env production|demo --chat-id <id> --reason <why> --reference <ref>
       erase a person's personal data everywhere, in one transaction; refused while a punishment
-      against them is in force`;
+      against them is in force
+  pseudonym-key --env production|demo
+      print the <ENV>_PSEUDONYM_KEY line to set: the key an earlier release kept in the database
+      (then deleted from it), else a new one`;
 
 type Command = (args: string[]) => Promise<number>;
 const setup = async () => (await import('./cli-setup.js')).SETUP_COMMANDS;
@@ -48,6 +51,7 @@ const COMMANDS: Record<string, () => Promise<Record<string, Command>>> = {
   'verify-audit': audit,
   'subject-export': subjects,
   'subject-erase': subjects,
+  'pseudonym-key': subjects,
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -101,6 +101,7 @@ export function parseConfig(env: Env): Config {
       apiKey: read(`${prefix}_API_KEY`, undefined, parseApiKey),
       apiKeyPrevious: read(`${prefix}_API_KEY_PREVIOUS`, undefined, parseApiKey),
       realtimeSigningSecret: read(`${prefix}_REALTIME_SIGNING_SECRET`, undefined, parseSecret),
+      pseudonymKey: read(`${prefix}_PSEUDONYM_KEY`, undefined, parseSecret),
       realtimeUrl: read(`${prefix}_REALTIME_URL`, undefined, parseHttpUrl),
       realtimeAnonKey: str(`${prefix}_REALTIME_ANON_KEY`),
       supabaseServiceKey: str(`${prefix}_SUPABASE_SERVICE_KEY`),

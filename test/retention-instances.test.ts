@@ -18,7 +18,8 @@ describe.runIf(onPostgres)('retention on two instances of one PostgreSQL databas
   let director: Person;
 
   beforeAll(async () => {
-    const env = { RETENTION_DAYS: '7' };
+    // Instances of one environment on PostgreSQL share its pseudonym key, as an operator sets it.
+    const env = { RETENTION_DAYS: '7', PRODUCTION_PSEUDONYM_KEY: 'retention-instances-pseudonym-key-0123456789' };
     first = await createTestApp({ env, retentionIntervalMs: 20 });
     const shared = { ...env, PRODUCTION_DATABASE_URL: first.urls.production! };
     second = await createTestApp({ env: shared, retentionIntervalMs: 20, openDb: { production: defaultOpenDb(testConfig(shared), silentLog) } });

@@ -11,6 +11,7 @@ export const SERVICE_NAME = 'Bench';
 export const READY_TEXT = `${SERVICE_NAME} API Online`;
 export const API_KEY = `bench-prod-${randomBytes(12).toString('hex')}`;
 export const DEMO_API_KEY = `bench-demo-${randomBytes(12).toString('hex')}`;
+const PSEUDONYM_KEY = `bench-pseudonym-${randomBytes(16).toString('hex')}`;
 
 /** dist/bench/lib/service.js -> dist/src/server.js; BENCH_SERVICE_SCRIPT overrides it (harness self-tests). */
 export const SERVICE_SCRIPT =
@@ -43,6 +44,9 @@ export async function spawnService(opts: ServiceStart): Promise<Child> {
     DATA_DIR: opts.dataDir ?? freshDataDir(),
     PRODUCTION_API_KEY: API_KEY,
     DEMO_API_KEY: DEMO_API_KEY,
+    // Erasures on PostgreSQL need the environment's pseudonym key (subject-privacy).
+    PRODUCTION_PSEUDONYM_KEY: PSEUDONYM_KEY,
+    DEMO_PSEUDONYM_KEY: `${PSEUDONYM_KEY}-demo`,
     LOG_LEVEL: opts.logLevel ?? 'warn',
     SERVICE_NAME,
     PRODUCTION_DATABASE_URL: opts.productionUrl,

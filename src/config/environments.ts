@@ -17,6 +17,8 @@ export interface EnvironmentConfig {
   /** During a key rotation, the old key, accepted beside apiKey and counted (<ENV>_API_KEY_PREVIOUS). */
   apiKeyPrevious: string | undefined;
   realtimeSigningSecret: string | undefined;
+  /** The secret of erased people's pseudonyms (<ENV>_PSEUDONYM_KEY); unset: admin/subjects/subject-key.ts decides. */
+  pseudonymKey: string | undefined;
   realtimeUrl: string | undefined;
   realtimeAnonKey: string | undefined;
   supabaseServiceKey: string | undefined;

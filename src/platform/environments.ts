@@ -46,6 +46,8 @@ export interface Environment {
    * undefined when none are configured. Routes read through `readDb(request)`, never this directly.
    */
   readonly replicas: ReplicaSet | undefined;
+  /** DATA_DIR: the embedded stores' folders, and what is kept beside them (the pseudonym key files). */
+  readonly dataDir: string;
 }
 
 export const QUEUE_CHANNEL = 'cms_queue_changed';
@@ -254,6 +256,7 @@ export class Environments {
       backup,
       sealing: sealer.status,
       replicas,
+      dataDir: this.config.dataDir,
     });
     this.options.log.info({ environment: name, store: db.kind }, 'environment ready');
   }

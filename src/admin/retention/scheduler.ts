@@ -5,7 +5,7 @@
 // production environment only: the demo's fictional cases are left as they are.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Environment } from '../../platform/environments.js';
-import { subjectPseudonymKey } from '../subjects/subject-key.js';
+import { environmentPseudonymKey } from '../subjects/subject-key.js';
 import { countWaiting, eraseClosedCase, nextClosedCase } from './cases.js';
 
 /** How often each instance looks for closed cases past the retention. */
@@ -84,7 +84,7 @@ export class RetentionScheduler {
     const env = this.options.production();
     if (days === undefined || env === undefined || this.stopped) return;
     try {
-      const key = await subjectPseudonymKey(env.db);
+      const key = await environmentPseudonymKey(env);
       const skip: string[] = [];
       let erased = 0;
       let held = 0;

@@ -10,7 +10,7 @@ import { AdminReason, CorrelationId } from '../schemas.js';
 import { lockAdmins } from '../trail.js';
 import { eraseSubject } from './erase.js';
 import { exportSubject } from './export.js';
-import { subjectPseudonymKey } from './subject-key.js';
+import { environmentPseudonymKey } from './subject-key.js';
 
 const tags = ['Administration'];
 // admin_access: Director only, on the active allowlist (guards.ts), like the allowlist itself.
@@ -96,7 +96,7 @@ export const adminSubjectRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const db = request.environment.db;
-      const key = await subjectPseudonymKey(db);
+      const key = await environmentPseudonymKey(request.environment);
       const actor = actorOf(request);
       if (actor.kind !== 'agent') throw new Error('a session route without an agent');
       return db.transaction(async (tx) => {

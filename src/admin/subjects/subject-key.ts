@@ -1,11 +1,78 @@
-// The key of an environment's pseudonyms (issue 32): its own secret in signing_keys, created once
-// and kept with the data (a restored backup erases to the same pseudonyms), derived for this one
-// purpose. The same chat id always gets the same pseudonym in one environment, never across two.
+// The key of an environment's pseudonyms (issue 32), kept out of the database and its backups
+// (issue 39, finding 9): whoever holds a backup could otherwise compute the pseudonym of any chat
+// id they guess and find the erased person's rows. The same chat id always gets the same pseudonym
+// under one key, in one environment, never across two.
+//   - <ENV>_PSEUDONYM_KEY when set (any secret of 32 characters or more);
+//   - embedded, without it: a key generated once into a file beside the data folder, not inside it
+//     (DATA_DIR/<env>.pseudonym-key, mode 0600), so a backup of the folder does not hold it; with
+//     DATA_DIR=:memory:, one per process, as the data is;
+//   - on PostgreSQL without it: the erasure answers 503 NOT_CONFIGURED.
+// A key an earlier release kept in signing_keys moves out at its first use on the embedded store
+// (into the file, the row deleted); on PostgreSQL `npm run cli -- pseudonym-key` prints it for the
+// variable and deletes the row (cli-subjects.ts), so pseudonyms stay what they were.
+import { randomBytes } from 'node:crypto';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { EnvironmentConfig, EnvironmentName } from '../../config.js';
 import { pseudonymKey } from '../../platform/audit-chain/personal-fields.js';
-import { signingKey } from '../../platform/auth/signing-keys.js';
 import type { Queryable } from '../../platform/db/types.js';
+import type { Environment } from '../../platform/environments.js';
+import { errors } from '../../platform/errors.js';
 
-/** Read before the erasure's transaction: the first call may create the key. */
-export async function subjectPseudonymKey(db: Queryable): Promise<Buffer> {
-  return pseudonymKey((await signingKey(db, 'subject_pseudonym')).toString('base64url'));
+/** Where an environment's key comes from. */
+export interface PseudonymKeySource {
+  name: EnvironmentName;
+  config: Pick<EnvironmentConfig, 'pseudonymKey' | 'databaseUrl'>;
+  /** DATA_DIR: the embedded store's folders, and the key files beside them. */
+  dataDir: string;
+  db: Queryable;
 }
+
+/** The purpose under which earlier releases kept the key in signing_keys. */
+const LEGACY_PURPOSE = 'subject_pseudonym';
+const inMemory = new Map<EnvironmentName, string>();
+
+export const pseudonymKeyFile = (dataDir: string, name: EnvironmentName) => join(dataDir, `${name}.pseudonym-key`);
+
+/** The secret an earlier release kept in the database, if it is still there. */
+export async function legacyPseudonymSecret(db: Queryable): Promise<string | undefined> {
+  const { rows } = await db.query<{ secret: string }>('select secret from signing_keys where purpose = $1::text', [LEGACY_PURPOSE]);
+  return rows[0]?.secret;
+}
+
+export const dropLegacyPseudonymSecret = (db: Queryable) => db.query('delete from signing_keys where purpose = $1::text', [LEGACY_PURPOSE]);
+
+/** A new secret for <ENV>_PSEUDONYM_KEY or the key file. */
+export const newPseudonymSecret = () => randomBytes(32).toString('base64url');
+
+/** The embedded store's secret: the file's, else the database's moved into it, else a new one. */
+async function embeddedSecret(source: PseudonymKeySource): Promise<string> {
+  if (source.dataDir === ':memory:') {
+    const secret = inMemory.get(source.name) ?? (await legacyPseudonymSecret(source.db)) ?? newPseudonymSecret();
+    inMemory.set(source.name, secret);
+    return secret;
+  }
+  const file = pseudonymKeyFile(source.dataDir, source.name);
+  const existing = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? undefined : Promise.reject(err)));
+  if (existing !== undefined) return existing.trim();
+  const secret = (await legacyPseudonymSecret(source.db)) ?? newPseudonymSecret();
+  try {
+    await writeFile(file, `${secret}\n`, { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    // Another process of this folder wrote it first (the embedded store allows one, but a CLI may race a check).
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    return (await readFile(file, 'utf8')).trim();
+  }
+  await dropLegacyPseudonymSecret(source.db);
+  return secret;
+}
+
+/** The environment's pseudonym key; read before the erasure's transaction. */
+export async function subjectPseudonymKey(source: PseudonymKeySource): Promise<Buffer> {
+  if (source.config.pseudonymKey !== undefined) return pseudonymKey(source.config.pseudonymKey);
+  if (source.config.databaseUrl !== undefined) throw errors.notConfigured(`${source.name.toUpperCase()}_PSEUDONYM_KEY`);
+  return pseudonymKey(await embeddedSecret(source));
+}
+
+/** The key of a running environment. */
+export const environmentPseudonymKey = (env: Environment) => subjectPseudonymKey({ name: env.name, config: env.config, dataDir: env.dataDir, db: env.db });

@@ -4,8 +4,11 @@
 import { randomBytes } from 'node:crypto';
 import type { Queryable } from '../db/types.js';
 
-/** oauth_state signs sign-in state cookies; subject_pseudonym keys the pseudonyms of erased chat ids (issue 32). */
-export type KeyPurpose = 'oauth_state' | 'subject_pseudonym';
+/**
+ * oauth_state signs sign-in state cookies. (Earlier releases kept the pseudonym key here too, as
+ * subject_pseudonym: it is kept out of the database now, admin/subjects/subject-key.ts.)
+ */
+export type KeyPurpose = 'oauth_state';
 
 const cache = new WeakMap<Queryable, Map<KeyPurpose, Promise<Buffer>>>();
 
