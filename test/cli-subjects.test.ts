@@ -24,9 +24,12 @@ let dataDir: string;
 let pg: TestDatabase | undefined;
 let planted: Planted;
 
-function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+/** On PostgreSQL the operator sets the environment's pseudonym key (embedded: a file beside the data folder). */
+const PSEUDONYM_KEY = 'cli-subjects-test-pseudonym-key-0123456789';
+
+function cli(args: string[], { withKey = true } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   const env: Record<string, string> = { PATH: process.env.PATH ?? '', DATA_DIR: dataDir };
-  if (pg) Object.assign(env, databaseEnv('PRODUCTION', pg));
+  if (pg) Object.assign(env, databaseEnv('PRODUCTION', pg), withKey ? { PRODUCTION_PSEUDONYM_KEY: PSEUDONYM_KEY } : {});
   return new Promise((resolve) => {
     execFile(process.execPath, [...NODE_FLAGS, CLI, ...args], { env, cwd: dataDir }, (err, stdout, stderr) => {
       resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
@@ -69,6 +72,10 @@ describe(`npm run cli -- subject-export / subject-erase on ${storeName}`, () => 
     expect(doc.kinds.reports_as_reporter.map((r: { id: string }) => r.id)).toEqual(planted.expected.reports_as_reporter);
     expect(exported.stdout).toBe(`production: ${doc.total} rows about ${PERSON} written to ${out} (audited as admin.subject_exported, ${doc.correlation_id})\n`);
 
+    if (pg) {
+      const unkeyed = await cli(['subject-erase', '--env', 'production', '--chat-id', PERSON, '--reason', 'x', '--reference', 'y'], { withKey: false });
+      expect(unkeyed).toEqual({ code: 1, stdout: '', stderr: 'subject-erase: PRODUCTION_PSEUDONYM_KEY is not configured (NOT_CONFIGURED); nothing was written\n' });
+    }
     const erased = await cli(['subject-erase', '--env', 'production', '--chat-id', PERSON, '--reason', `Email from ${PERSON}`, '--reference', 'GDPR-2026-009']);
     expect(erased).toMatchObject({ code: 0, stderr: '' });
     expect(erased.stdout).toMatch(new RegExp(`^production: erased ${PERSON} as 0\\d{19} under reference GDPR-2026-009: .*2 reports.*\\(erasure \\d+\\)\\n$`));
