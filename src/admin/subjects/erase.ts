@@ -45,7 +45,7 @@ export async function eraseSubject(tx: Tx, key: Buffer, request: ErasureRequest)
   const inForce = await punishmentInForce(tx, [chatId]);
   if (inForce) throw errors.conflict(inForceMessage(inForce), 'PUNISHMENT_IN_FORCE');
 
-  const { terms, found } = await findSubjectRows(tx, chatId, { lock: true });
+  const { terms, found } = await findSubjectRows(tx, chatId, { lock: true, pseudonym: alias });
   const subject: Subject = { chatId, pseudonym: alias, terms };
   const counts = await eraseMutableRows(tx, found, [subject]);
 

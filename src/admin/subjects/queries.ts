@@ -71,11 +71,21 @@ export function sealedNaming(sealed: readonly FoundRow[], subjects: readonly Pic
   });
 }
 
-/** Every row that names the person; with `lock`, the mutable tables' rows locked (readEntries). */
-export async function findSubjectRows(db: Queryable, chatId: string, { lock = false } = {}): Promise<SubjectRows> {
+/**
+ * Every row that names the person; with `lock`, the mutable tables' rows locked (readEntries). An
+ * erasure gives their pseudonym too: the reports an earlier erasure left naming it are still
+ * theirs, with what was written on them since (a message the bot relayed from them).
+ */
+export async function findSubjectRows(db: Queryable, chatId: string, { lock = false, pseudonym }: { lock?: boolean; pseudonym?: string } = {}): Promise<SubjectRows> {
   const ids = await findReportIds(db, chatId);
+  if (pseudonym !== undefined) {
+    const earlier = await findReportIds(db, pseudonym);
+    ids.live = [...new Set([...ids.live, ...earlier.live])];
+    ids.deleted = [...new Set([...ids.deleted, ...earlier.deleted])];
+    ids.all = [...new Set([...ids.all, ...earlier.all])];
+  }
   const { found, sealed } = await readEntries(db, CATALOGUE, [chatId, ids.live, ids.deleted, ids.all], lock);
-  const terms = collectTerms(chatId, found);
+  const terms = collectTerms(pseudonym === undefined ? [chatId] : [chatId, pseudonym], found);
   found.push(...sealedNaming(sealed, [{ chatId, terms }]));
   found.sort((a, b) => CATALOGUE.indexOf(a.entry) - CATALOGUE.indexOf(b.entry));
   return { chatId, terms, found };

@@ -40,10 +40,19 @@ type Json = unknown;
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
-function ownedKeys(node: Record<string, unknown>, chatId: string, reporterIsSubject: boolean): Set<string> {
+/**
+ * Who the person is in a row: their chat id, and in an erasure their pseudonym too. A row an
+ * earlier erasure left naming the pseudonym is still theirs: a message the bot relays later on a
+ * report they filed has the pseudonym as its reporter (issue 39, found by erasure.property.test.ts).
+ */
+export type PersonIds = readonly string[];
+const isPerson = (ids: PersonIds, value: unknown) => typeof value === 'string' && ids.includes(value);
+const idsOf = (subject: Pick<Subject, 'chatId' | 'pseudonym'>): PersonIds => [subject.chatId, subject.pseudonym];
+
+function ownedKeys(node: Record<string, unknown>, ids: PersonIds, reporterIsSubject: boolean): Set<string> {
   const owned = new Set<string>();
   for (const [owner, keys] of Object.entries(JSON_OWNERSHIP)) {
-    if (node[owner] !== chatId) continue;
+    if (!isPerson(ids, node[owner])) continue;
     if (owner === 'reporter' && !('reported' in node)) continue;
     for (const k of keys) owned.add(k);
   }
@@ -52,15 +61,15 @@ function ownedKeys(node: Record<string, unknown>, chatId: string, reporterIsSubj
 }
 
 /** Calls `found` with every string the person owns inside a jsonb value. */
-function ownedStrings(node: Json, chatId: string, found: (s: string) => void, reporterIsSubject = false): void {
+function ownedStrings(node: Json, ids: PersonIds, found: (s: string) => void, reporterIsSubject = false): void {
   if (Array.isArray(node)) {
-    for (const item of node) ownedStrings(item, chatId, found, reporterIsSubject);
+    for (const item of node) ownedStrings(item, ids, found, reporterIsSubject);
   } else if (isObject(node)) {
-    const inReport = reporterIsSubject || (node.reporter === chatId && 'reported' in node);
-    const owned = ownedKeys(node, chatId, inReport);
+    const inReport = reporterIsSubject || (isPerson(ids, node.reporter) && 'reported' in node);
+    const owned = ownedKeys(node, ids, inReport);
     for (const [k, v] of Object.entries(node)) {
       if (owned.has(k) && typeof v === 'string') found(v);
-      else ownedStrings(v, chatId, found, inReport);
+      else ownedStrings(v, ids, found, inReport);
     }
   }
 }
@@ -69,7 +78,8 @@ const ownerOf = (row: Record<string, unknown>, role: { of: string }) => row[role
 const isErased = (s: string) => s === ERASURE_MARKER || s === ERASED_URL;
 
 /** The person's names and words in their rows: the values the erasure turns into the marker. */
-export function collectTerms(chatId: string, rows: Iterable<{ entry: CatalogueEntry; row: Record<string, unknown> }>): string[] {
+export function collectTerms(ids: string | PersonIds, rows: Iterable<{ entry: CatalogueEntry; row: Record<string, unknown> }>): string[] {
+  const person: PersonIds = typeof ids === 'string' ? [ids] : ids;
   const terms = new Set<string>();
   const add = (s: string) => {
     if (s.trim() !== '' && !isErased(s)) terms.add(s);
@@ -77,8 +87,8 @@ export function collectTerms(chatId: string, rows: Iterable<{ entry: CatalogueEn
   for (const { entry, row } of rows) {
     for (const [column, role] of Object.entries(entry.columns)) {
       const value = row[column];
-      if (typeof role === 'object' && ownerOf(row, role) === chatId && typeof value === 'string') add(value);
-      if (role === 'json') ownedStrings(value, chatId, add);
+      if (typeof role === 'object' && isPerson(person, ownerOf(row, role)) && typeof value === 'string') add(value);
+      if (role === 'json') ownedStrings(value, person, add);
     }
   }
   return [...terms].sort((a, b) => b.length - a.length || a.localeCompare(b));
@@ -144,13 +154,14 @@ export function scrubJson(node: Json, subject: Subject, reporterIsSubject = fals
   if (typeof node === 'string') return scrubText(node, subject);
   if (Array.isArray(node)) return node.map((item) => scrubJson(item, subject, reporterIsSubject));
   if (!isObject(node)) return node;
-  const inReport = reporterIsSubject || (node.reporter === subject.chatId && 'reported' in node);
-  const owned = ownedKeys(node, subject.chatId, inReport);
+  const ids = idsOf(subject);
+  const inReport = reporterIsSubject || (isPerson(ids, node.reporter) && 'reported' in node);
+  const owned = ownedKeys(node, ids, inReport);
   return Object.fromEntries(
     Object.entries(node).map(([k, v]) => {
       // Their chat profile's whole delivered object (a pre-image's chat_profiles): every field of
       // it is theirs, named or not, and the stored profile itself is deleted (issue 39, finding 7).
-      if (k === PROFILE_KEY && node.chat_id === subject.chatId && isObject(v)) return [k, {}];
+      if (k === PROFILE_KEY && isPerson(ids, node.chat_id) && isObject(v)) return [k, {}];
       return [k, owned.has(k) && typeof v === 'string' ? ERASURE_MARKER : scrubJson(v, subject, inReport)];
     }),
   );
@@ -166,7 +177,7 @@ export function erasedColumns(entry: CatalogueEntry, row: Record<string, unknown
     if (role === 'json') next = scrubJson(value, subject);
     else if (typeof value !== 'string') continue;
     else if (role === 'chat') next = value === subject.chatId ? subject.pseudonym : value;
-    else if (typeof role === 'object' && ownerOf(row, role) === subject.chatId) next = role.erased ?? ERASURE_MARKER;
+    else if (typeof role === 'object' && isPerson(idsOf(subject), ownerOf(row, role))) next = role.erased ?? ERASURE_MARKER;
     else {
       next = scrubText(value, subject);
       // A value with a form of its own (a URL) keeps it: one the scrub left without it (a whole
