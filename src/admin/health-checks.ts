@@ -84,6 +84,15 @@ function backupFinding(backup: BackupStatus | null): Finding {
   return ['warn', `the latest scheduled backup failed: ${backup.lastError} (last good one: ${backup.lastGoodAt?.toISOString() ?? 'none'})`];
 }
 
+/**
+ * database: warn while the retention fails and has not passed since (a pass that cannot run, such
+ * as one on PostgreSQL without the environment's pseudonym key, erases nothing, every time).
+ */
+function retentionFinding(retention: RetentionHealth): Finding {
+  if (retention.last_error_at === null || (retention.last_run_at !== null && retention.last_run_at >= retention.last_error_at)) return null;
+  return ['warn', `the retention failed: ${retention.last_error ?? 'unknown error'} (last complete pass: ${retention.last_run_at ?? 'none'})`];
+}
+
 /** database: a replica that serves no reads (its reads go to the primary: slower, never wrong). */
 function replicaFinding(replica: ReplicaStatus): Finding {
   if (replica.state === 'ok' || replica.state === 'starting') return null;
@@ -137,6 +146,7 @@ export function judgeSections(input: HealthInputs): HealthSections {
       input.roundTripMs !== null && input.roundTripMs >= DATABASE_ROUND_TRIP_WARN_MS &&
         ['warn', `round trip ${Math.round(input.roundTripMs)} ms (warn at ${DATABASE_ROUND_TRIP_WARN_MS} ms)`],
       backupFinding(input.backup),
+      retentionFinding(input.retention),
       ...input.replicas.map(replicaFinding),
     ],
     {

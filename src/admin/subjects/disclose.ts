@@ -61,29 +61,63 @@ function ownersOf(node: Record<string, unknown>): Map<string, { id: string; via:
   return owners;
 }
 
+/** Where a jsonb value sits: the person, and the case the nearest report (or the row) is. */
+interface Context {
+  me: string;
+  /** The case is one they filed: its words with no owner named (the bot's evidence row) are theirs. */
+  ownReport: boolean;
+  /** The case is about them, filed by someone else: staff notes' content about them is shown. */
+  aboutThem: boolean;
+  /** Inside another person's object (a chat profile, its delivered `profile`): none of it is theirs. */
+  foreign: boolean;
+}
+
+/** The context of a row's values, from the case it is on. */
+const caseContext = (who: Requester, reportId: unknown): Context => ({
+  me: who.chatId,
+  ownReport: typeof reportId === 'string' && who.reporterIn.has(reportId),
+  aboutThem: typeof reportId === 'string' && who.reportedIn.has(reportId),
+  foreign: false,
+});
+
+/** The context inside an object: a report's shape sets the case, another person's chat id the foreign part. */
+function enter(node: Record<string, unknown>, ctx: Context): Context {
+  let next = ctx;
+  if (typeof node.reporter === 'string' && 'reported' in node) {
+    next = { ...next, ownReport: node.reporter === ctx.me, aboutThem: node.reported === ctx.me && node.reporter !== ctx.me };
+  }
+  if (typeof node.chat_id === 'string' && node.chat_id !== ctx.me) next = { ...next, foreign: true };
+  return next;
+}
+
 /**
  * A jsonb value (a pre-image, a payload, an event's before, after and data) as the person is shown
- * it: a chat id not theirs, and a name or word owned by someone else, withheld; a name owned by
- * no one named in the object is someone's too. Free text owned by no one (a timeline entry, a
- * punishment's reason) is the organisation's: shown.
+ * it. Personal leaves (the keys of audit-chain/personal-fields.ts) are shown only when they are the
+ * person's: their chat id; a name or word whose owner in the object is them; a word with no owner
+ * on a case they filed; the decision in a punishment of theirs; a staff note's content on a case
+ * about them; a timeline entry's text. Every other personal leaf is withheld, and so is everything
+ * of another person's object (their chat profile's delivered fields, whatever their keys).
  */
-function discloseJson(node: unknown, me: string, tally: Tally, key = ''): unknown {
-  if (Array.isArray(node)) return node.map((item) => discloseJson(item, me, tally, key));
-  if (!isObject(node)) {
-    if (typeof node !== 'string') return node;
-    if (chatIdKeys.has(key)) return node === me ? node : tally.add(STAFF_KEYS.has(key) ? 'staff' : 'other_people');
-    return node;
+function discloseJson(node: unknown, ctx: Context, tally: Tally, key = '', parent?: Record<string, unknown>): unknown {
+  if (Array.isArray(node)) return node.map((item) => discloseJson(item, ctx, tally, key, parent));
+  if (isObject(node)) {
+    const inner = enter(node, ctx);
+    return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, discloseJson(v, inner, tally, k, node)]));
   }
-  const owners = ownersOf(node);
-  return Object.fromEntries(
-    Object.entries(node).map(([k, v]) => {
-      const owner = owners.get(k);
-      const name = nameKeys.has(k) ? v : undefined;
-      if (typeof v === 'string' && (nameKeys.has(k) || textKeys.has(k)) && owner !== undefined && owner.id !== me) return [k, tally.add(STAFF_KEYS.has(owner.via) ? 'staff' : 'other_people', name)];
-      if (typeof v === 'string' && nameKeys.has(k) && owner === undefined) return [k, tally.add('other_people', name)];
-      return [k, discloseJson(v, me, tally, k)];
-    }),
-  );
+  if (typeof node !== 'string' && typeof node !== 'number') return node;
+  if (chatIdKeys.has(key)) return node === ctx.me ? node : tally.add(STAFF_KEYS.has(key) ? 'staff' : 'other_people', node);
+  if (ctx.foreign) return tally.add('other_people', nameKeys.has(key) ? node : undefined);
+  if (typeof node !== 'string' || !(nameKeys.has(key) || textKeys.has(key))) return node;
+  const owner = parent && ownersOf(parent).get(key);
+  if (owner !== undefined) {
+    if (owner.id === ctx.me) return node;
+    if (key === 'note' && ctx.aboutThem) return node;
+    return tally.add(STAFF_KEYS.has(owner.via) ? 'staff' : 'other_people', nameKeys.has(key) ? node : undefined);
+  }
+  if (nameKeys.has(key)) return tally.add('other_people', node);
+  const decision = parent !== undefined && parent.user_id === ctx.me && 'punishment_id' in parent;
+  if (decision || key === 'event' || ctx.ownReport) return node;
+  return tally.add('other_people');
 }
 
 /** A mutable table's row: each column by its catalogue role (catalogue.ts). */
@@ -93,8 +127,8 @@ function discloseColumns(entry: CatalogueEntry, row: Record<string, unknown>, wh
   for (const [column, role] of Object.entries(entry.columns)) {
     const value = row[column];
     if (value === null || value === undefined) continue;
-    if (role === 'json') shown[column] = discloseJson(value, who.chatId, tally, column);
-    else if (role === 'chat') shown[column] = value === who.chatId ? value : tally.add(STAFF_KEYS.has(column) ? 'staff' : 'other_people');
+    if (role === 'json') shown[column] = discloseJson(value, caseContext(who, row.report_id), tally, column);
+    else if (role === 'chat') shown[column] = value === who.chatId ? value : tally.add(STAFF_KEYS.has(column) ? 'staff' : 'other_people', value);
     else if (typeof role === 'object') {
       const owner = row[role.of];
       if (owner === who.chatId) continue;
@@ -112,10 +146,11 @@ function discloseColumns(entry: CatalogueEntry, row: Record<string, unknown>, wh
 function discloseSealed(row: Record<string, unknown>, who: Requester, tally: Tally): Record<string, unknown> {
   const shown: Record<string, unknown> = { ...row };
   const mine = row.actor_chat_id === who.chatId;
-  if (typeof row.actor_chat_id === 'string' && !mine) shown.actor_chat_id = tally.add('staff');
+  if (typeof row.actor_chat_id === 'string' && !mine) shown.actor_chat_id = tally.add('staff', row.actor_chat_id);
   if (typeof row.actor_name === 'string' && !mine) shown.actor_name = tally.add('staff', row.actor_name);
   if (typeof row.target === 'string' && row.target !== who.chatId && /^[0-9]{1,20}$/.test(row.target)) shown.target = tally.add('other_people');
-  for (const column of ['before', 'after', 'data']) if (isObject(row[column]) || Array.isArray(row[column])) shown[column] = discloseJson(row[column], who.chatId, tally, column);
+  const ctx = caseContext(who, row.report_id);
+  for (const column of ['before', 'after', 'data']) if (isObject(row[column]) || Array.isArray(row[column])) shown[column] = discloseJson(row[column], ctx, tally, column);
   return shown;
 }
 
@@ -137,22 +172,23 @@ export function discloseRow(entry: CatalogueEntry, row: Record<string, unknown>,
 }
 
 /**
- * The names withheld anywhere in the export, withheld again where a text shown quotes them as whole
- * words ("Assigned to <agent>" in a timeline entry); the person's own names excepted. Counted as
+ * The names and chat ids withheld anywhere in the export (and the names of the staff among them),
+ * withheld again where a free text shown quotes them as whole words ("Assigned to <agent>" in a
+ * timeline entry); never in other fields (a status), never the person's own names. Counted as
  * `other_people` in the kind of the row.
  */
 export function withholdNames(row: Record<string, unknown>, names: readonly RegExp[]): { row: Record<string, unknown>; withheld: number } {
   let withheld = 0;
-  const walk = (node: unknown): unknown => {
+  const walk = (node: unknown, key: string): unknown => {
     if (typeof node === 'string') {
-      if (node === WITHHELD) return node;
+      if (node === WITHHELD || !textKeys.has(key)) return node;
       let out = node;
       for (const name of names) out = out.replace(name, () => (withheld++, WITHHELD));
       return out;
     }
-    if (Array.isArray(node)) return node.map(walk);
-    if (isObject(node)) return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, walk(v)]));
+    if (Array.isArray(node)) return node.map((item) => walk(item, key));
+    if (isObject(node)) return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, walk(v, k)]));
     return node;
   };
-  return { row: walk(row) as Record<string, unknown>, withheld };
+  return { row: walk(row, '') as Record<string, unknown>, withheld };
 }

@@ -59,9 +59,14 @@ export async function exportSubject(tx: Tx, chatId: string, actor: Actor | { kin
     withheld.total += n;
   };
   const disclosed = found.map(({ entry, row }) => ({ entry, row, shown: discloseRow(entry, row, who) }));
-  // Other people's names, found where they were withheld, are withheld again where a shown text quotes them.
-  const ownNames = new Set(ownTerms(chatId, found));
-  const names = [...new Set(disclosed.flatMap(({ shown }) => [...shown.names]))].filter((n) => n.length >= 3 && !ownNames.has(n)).map(wholeWords);
+  // Other people's names and chat ids, found where they were withheld, and the names of the staff
+  // among them, are withheld again where a shown text quotes them; never a name inside their own.
+  const withheldNames = new Set(disclosed.flatMap(({ shown }) => [...shown.names]));
+  const { rows: staffNames } = await tx.query<{ name: string }>('select name from agents where chat_id = any($1::text[]) and name is not null', [[...withheldNames]]);
+  for (const { name } of staffNames) withheldNames.add(name);
+  const own = ownTerms(chatId, found).filter((term) => term.length >= 3);
+  const ownName = (name: string) => own.some((term) => wholeWords(name).test(term));
+  const names = [...withheldNames].filter((n) => n.length >= 3 && !ownName(n)).map(wholeWords);
   for (const { entry, row, shown } of disclosed) {
     for (const [reason, n] of Object.entries(shown.withheld) as [WithheldReason, number][]) count(entry.kind, reason, n);
     if (shown.row === undefined) {

@@ -11,13 +11,13 @@
 // (into the file, the row deleted); on PostgreSQL `npm run cli -- pseudonym-key` prints it for the
 // variable and deletes the row (cli-subjects.ts), so pseudonyms stay what they were.
 import { randomBytes } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
+import { link, readFile, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { EnvironmentConfig, EnvironmentName } from '../../config.js';
 import { pseudonymKey } from '../../platform/audit-chain/personal-fields.js';
 import type { Queryable } from '../../platform/db/types.js';
 import type { Environment } from '../../platform/environments.js';
-import { errors } from '../../platform/errors.js';
+import { AppError, errors } from '../../platform/errors.js';
 
 /** Where an environment's key comes from. */
 export interface PseudonymKeySource {
@@ -45,6 +45,38 @@ export const dropLegacyPseudonymSecret = (db: Queryable) => db.query('delete fro
 /** A new secret for <ENV>_PSEUDONYM_KEY or the key file. */
 export const newPseudonymSecret = () => randomBytes(32).toString('base64url');
 
+/** The least a key may be: what <ENV>_PSEUDONYM_KEY asks of the variable (config/secrets.ts). */
+const KEY_MIN_LENGTH = 32;
+
+/** The file's key; an empty or short one (a truncated copy) is refused, never used as a weak key. */
+async function readKeyFile(file: string): Promise<string | undefined> {
+  const text = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? undefined : Promise.reject(err)));
+  if (text === undefined) return undefined;
+  const secret = text.trim();
+  if (secret.length < KEY_MIN_LENGTH) {
+    throw new AppError(503, `${file} holds no usable pseudonym key (fewer than ${KEY_MIN_LENGTH} characters): restore it from where you keep your secrets, or set the environment's _PSEUDONYM_KEY`, 'NOT_CONFIGURED');
+  }
+  return secret;
+}
+
+/**
+ * Creates the key file whole or not at all: written under a name of its own, then linked to its
+ * place, which fails when another process linked first; whoever comes second reads the winner's.
+ */
+async function createKeyFile(file: string, secret: string): Promise<string> {
+  const temporary = `${file}.${process.pid}.${randomBytes(6).toString('hex')}`;
+  await writeFile(temporary, `${secret}\n`, { mode: 0o600, flag: 'wx' });
+  try {
+    await link(temporary, file);
+    return secret;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    return (await readKeyFile(file))!;
+  } finally {
+    await unlink(temporary);
+  }
+}
+
 /** The embedded store's secret: the file's, else the database's moved into it, else a new one. */
 async function embeddedSecret(source: PseudonymKeySource): Promise<string> {
   if (source.dataDir === ':memory:') {
@@ -53,23 +85,21 @@ async function embeddedSecret(source: PseudonymKeySource): Promise<string> {
     return secret;
   }
   const file = pseudonymKeyFile(source.dataDir, source.name);
-  const existing = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? undefined : Promise.reject(err)));
-  if (existing !== undefined) return existing.trim();
-  const secret = (await legacyPseudonymSecret(source.db)) ?? newPseudonymSecret();
-  try {
-    await writeFile(file, `${secret}\n`, { mode: 0o600, flag: 'wx' });
-  } catch (err) {
-    // Another process of this folder wrote it first (the embedded store allows one, but a CLI may race a check).
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    return (await readFile(file, 'utf8')).trim();
-  }
+  const existing = await readKeyFile(file);
+  if (existing !== undefined) return existing;
+  const secret = await createKeyFile(file, (await legacyPseudonymSecret(source.db)) ?? newPseudonymSecret());
   await dropLegacyPseudonymSecret(source.db);
   return secret;
 }
 
 /** The environment's pseudonym key; read before the erasure's transaction. */
 export async function subjectPseudonymKey(source: PseudonymKeySource): Promise<Buffer> {
-  if (source.config.pseudonymKey !== undefined) return pseudonymKey(source.config.pseudonymKey);
+  if (source.config.pseudonymKey !== undefined) {
+    // The operator's key is the one: a key an earlier release kept in the database goes, so that
+    // backups taken from now on do not hold it (the pseudonyms made under it stay as they are).
+    await dropLegacyPseudonymSecret(source.db);
+    return pseudonymKey(source.config.pseudonymKey);
+  }
   if (source.config.databaseUrl !== undefined) throw errors.notConfigured(`${source.name.toUpperCase()}_PSEUDONYM_KEY`);
   return pseudonymKey(await embeddedSecret(source));
 }
