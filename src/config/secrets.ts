@@ -2,8 +2,11 @@
 // signing secret: long enough not to be guessed, and every key distinct.
 import { ENVIRONMENTS, type EnvironmentConfig, type EnvironmentName } from './environments.js';
 
+/** The least a configured secret may be (and a pseudonym key file, admin/subjects/subject-key.ts). */
+export const SECRET_MIN_LENGTH = 32;
+
 export function parseSecret(raw: string): string {
-  if (raw.length < 32) throw new Error('expected at least 32 characters');
+  if (raw.length < SECRET_MIN_LENGTH) throw new Error(`expected at least ${SECRET_MIN_LENGTH} characters`);
   return raw;
 }
 

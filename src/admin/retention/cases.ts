@@ -99,7 +99,7 @@ export async function eraseClosedCase(tx: Tx, key: Buffer, c: ClosedCase, days: 
   const held = await punishmentInForce(tx, persons);
   if (held !== undefined) return { erased: false, heldBy: held.punishmentId };
 
-  const subjects: Subject[] = persons.map((chatId) => ({ chatId, pseudonym: pseudonym(key, chatId), terms: collectTerms(chatId, found) }));
+  const subjects: Subject[] = persons.map((chatId) => ({ chatId, pseudonym: pseudonym(key, chatId), terms: collectTerms([chatId], found) }));
   const counts = await eraseMutableRows(tx, found, subjects);
   const correlationId = randomUUID();
   const { rows } = await tx.query<{ id: string }>(

@@ -98,24 +98,31 @@ function enter(node: Record<string, unknown>, ctx: Context): Context {
  * about them; a timeline entry's text. Every other personal leaf is withheld, and so is everything
  * of another person's object (their chat profile's delivered fields, whatever their keys).
  */
-function discloseJson(node: unknown, ctx: Context, tally: Tally, key = '', parent?: Record<string, unknown>): unknown {
+/** The object a leaf is in, with who owns its keys (read once per object). */
+interface Parent {
+  node: Record<string, unknown>;
+  owners: ReturnType<typeof ownersOf>;
+}
+
+function discloseJson(node: unknown, ctx: Context, tally: Tally, key = '', parent?: Parent): unknown {
   if (Array.isArray(node)) return node.map((item) => discloseJson(item, ctx, tally, key, parent));
   if (isObject(node)) {
     const inner = enter(node, ctx);
-    return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, discloseJson(v, inner, tally, k, node)]));
+    const here = { node, owners: ownersOf(node) };
+    return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, discloseJson(v, inner, tally, k, here)]));
   }
   if (typeof node !== 'string' && typeof node !== 'number') return node;
   if (chatIdKeys.has(key)) return node === ctx.me ? node : tally.add(STAFF_KEYS.has(key) ? 'staff' : 'other_people', node);
   if (ctx.foreign) return tally.add('other_people', nameKeys.has(key) ? node : undefined);
   if (typeof node !== 'string' || !(nameKeys.has(key) || textKeys.has(key))) return node;
-  const owner = parent && ownersOf(parent).get(key);
+  const owner = parent?.owners.get(key);
   if (owner !== undefined) {
     if (owner.id === ctx.me) return node;
     if (key === 'note' && ctx.aboutThem) return node;
     return tally.add(STAFF_KEYS.has(owner.via) ? 'staff' : 'other_people', nameKeys.has(key) ? node : undefined);
   }
   if (nameKeys.has(key)) return tally.add('other_people', node);
-  const decision = parent !== undefined && parent.user_id === ctx.me && 'punishment_id' in parent;
+  const decision = parent !== undefined && parent.node.user_id === ctx.me && 'punishment_id' in parent.node;
   if (decision || key === 'event' || ctx.ownReport) return node;
   return tally.add('other_people');
 }

@@ -64,7 +64,7 @@ export async function exportSubject(tx: Tx, chatId: string, actor: Actor | { kin
   const withheldNames = new Set(disclosed.flatMap(({ shown }) => [...shown.names]));
   const { rows: staffNames } = await tx.query<{ name: string }>('select name from agents where chat_id = any($1::text[]) and name is not null', [[...withheldNames]]);
   for (const { name } of staffNames) withheldNames.add(name);
-  const own = ownTerms(chatId, found).filter((term) => term.length >= 3);
+  const own = ownTerms([chatId], found).filter((term) => term.length >= 3);
   const ownName = (name: string) => own.some((term) => wholeWords(name).test(term));
   const names = [...withheldNames].filter((n) => n.length >= 3 && !ownName(n)).map(wholeWords);
   for (const { entry, row, shown } of disclosed) {

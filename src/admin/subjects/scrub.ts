@@ -78,8 +78,7 @@ const ownerOf = (row: Record<string, unknown>, role: { of: string }) => row[role
 const isErased = (s: string) => s === ERASURE_MARKER || s === ERASED_URL;
 
 /** The person's names and words in their rows: the values the erasure turns into the marker. */
-export function collectTerms(ids: string | PersonIds, rows: Iterable<{ entry: CatalogueEntry; row: Record<string, unknown> }>): string[] {
-  const person: PersonIds = typeof ids === 'string' ? [ids] : ids;
+export function collectTerms(person: PersonIds, rows: Iterable<{ entry: CatalogueEntry; row: Record<string, unknown> }>): string[] {
   const terms = new Set<string>();
   const add = (s: string) => {
     if (s.trim() !== '' && !isErased(s)) terms.add(s);

@@ -14,6 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { link, readFile, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { EnvironmentConfig, EnvironmentName } from '../../config.js';
+import { SECRET_MIN_LENGTH } from '../../config/secrets.js';
 import { pseudonymKey } from '../../platform/audit-chain/personal-fields.js';
 import type { Queryable } from '../../platform/db/types.js';
 import type { Environment } from '../../platform/environments.js';
@@ -45,16 +46,13 @@ export const dropLegacyPseudonymSecret = (db: Queryable) => db.query('delete fro
 /** A new secret for <ENV>_PSEUDONYM_KEY or the key file. */
 export const newPseudonymSecret = () => randomBytes(32).toString('base64url');
 
-/** The least a key may be: what <ENV>_PSEUDONYM_KEY asks of the variable (config/secrets.ts). */
-const KEY_MIN_LENGTH = 32;
-
 /** The file's key; an empty or short one (a truncated copy) is refused, never used as a weak key. */
 async function readKeyFile(file: string): Promise<string | undefined> {
   const text = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? undefined : Promise.reject(err)));
   if (text === undefined) return undefined;
   const secret = text.trim();
-  if (secret.length < KEY_MIN_LENGTH) {
-    throw new AppError(503, `${file} holds no usable pseudonym key (fewer than ${KEY_MIN_LENGTH} characters): restore it from where you keep your secrets, or set the environment's _PSEUDONYM_KEY`, 'NOT_CONFIGURED');
+  if (secret.length < SECRET_MIN_LENGTH) {
+    throw new AppError(503, `${file} holds no usable pseudonym key (fewer than ${SECRET_MIN_LENGTH} characters): restore it from where you keep your secrets, or set the environment's _PSEUDONYM_KEY`, 'NOT_CONFIGURED');
   }
   return secret;
 }
