@@ -236,7 +236,16 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const byChatId = new Map([reporter, reportee, reported].filter((p) => p !== undefined).map((p) => [p.chat_id, p]));
       if (byChatId.size === 0) throw errors.validation('body needs reporter, reportee or reported');
       const stored = await request.environment.db.transaction(async (tx) => {
-        if (!(await findReport(tx, request.params.report_id))) throw errors.notFound(`Report ${request.params.report_id}`);
+        // Locked: a profile is stored for the report's parties as they are, not as an erasure
+        // running beside it leaves them.
+        const report = await findReport(tx, request.params.report_id, { forUpdate: true });
+        if (!report) throw errors.notFound(`Report ${request.params.report_id}`);
+        // Only the parties' own profiles: who sees a stored profile is decided by the reports that
+        // name its chat id (report-access.ts), so one stored through a report that does not name it
+        // (a mistaken id, or a party an erasure has pseudonymised) would escape that report's flag.
+        for (const [slot, profile, party] of [['reporter', reporter, report.reporter], ['reportee', reportee, report.reported], ['reported', reported, report.reported]] as const) {
+          if (profile && profile.chat_id !== party) throw errors.validation(`body.${slot}.chat_id is not the report's ${slot === 'reporter' ? 'reporter' : 'reported party'}`);
+        }
         const rows = [];
         for (const profile of byChatId.values()) rows.push(await upsertChatProfile(tx, profile));
         return rows;

@@ -54,7 +54,8 @@ describe('NUL characters and lone surrogates: 400 naming the field, nothing writ
   describe('free-form JSON: a chat profile object, its values and its keys', () => {
     let id: string;
     beforeAll(async () => {
-      const body = report();
+      // Its reporter is the party whose profile the deep body below delivers (a route stores only the parties' profiles).
+      const body = { ...report(), reporter: '1002' };
       const res = await t.app.inject({ method: 'POST', url: '/reports/create', headers: key, payload: body });
       expect(res.statusCode).toBe(201);
       id = body.report_id;
