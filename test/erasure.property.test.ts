@@ -79,7 +79,8 @@ class Run {
   readonly token = `q${(++serial).toString(36)}x${Math.random().toString(36).slice(2, 7)}`;
   /** Their names and words, every one of which must be gone after the erasure. */
   readonly secrets = new Set<string>();
-  readonly reports: { id: string; investigating: boolean; contacted: boolean; reporterIsPerson: boolean }[] = [];
+  /** `erased`: an erasure since replaced their chat id in it with their pseudonym. */
+  readonly reports: { id: string; investigating: boolean; contacted: boolean; reporterIsPerson: boolean; erased: boolean }[] = [];
   /** Reports between other people only: as they were after the erasure. */
   readonly others = new Map<string, Record<string, unknown>>();
   readonly punishments: string[] = [];
@@ -108,7 +109,7 @@ class Run {
       ...(step.url ? { evidence_url: mine ? `https://clips.example/${this.secret('Url')}.mp4` : 'https://clips.example/other.mp4' } : {}),
     };
     await must('POST', '/reports/create', key, payload);
-    this.reports.push({ id, investigating: false, contacted: false, reporterIsPerson: mine });
+    this.reports.push({ id, investigating: false, contacted: false, reporterIsPerson: mine, erased: false });
   }
 
   latest() {
@@ -119,7 +120,14 @@ class Run {
     const report = this.latest();
     if (!report) return;
     const profile = { chat_id: this.person, username: this.secret('user'), ...(extra ? { bio: `Likes ${this.secret('Bio')}`, id: this.secret('ext') } : {}) };
-    await must('POST', `/reports/${report.id}/chat-profiles`, key, report.reporterIsPerson ? { reporter: profile } : { reported: profile });
+    const url = `/reports/${report.id}/chat-profiles`;
+    const payload = report.reporterIsPerson ? { reporter: profile } : { reported: profile };
+    if (!report.erased) return void (await must('POST', url, key, payload));
+    // The report names their pseudonym now, not their chat id: a profile the bot still sends for
+    // them there is refused (and checkGone finds it if anything of it was stored).
+    const res = await call('POST', url, key, payload);
+    expect(res.status, JSON.stringify(res.body)).toBe(400);
+    expect(res.body).toMatchObject({ success: false, code: 'VALIDATION_ERROR' });
   }
 
   async investigating() {
@@ -205,6 +213,7 @@ class Run {
       res = await erase();
     }
     expect(res.status, JSON.stringify(res.body)).toBe(200);
+    for (const report of this.reports) report.erased = true;
     return res.body as { pseudonym: string };
   }
 
@@ -242,9 +251,13 @@ async function erasedTwice(steps: readonly Step[], later: readonly Step[]) {
  * 1. (seed 819795152, long run) After the first erasure the report they filed names their
  *    pseudonym; the bot relays a new message from them there; the second erasure, looking for
  *    their chat id only, left the message and their name in it.
+ * 2. (seed 968886095, long run, CI of stop 45) After the first erasure the bot sends their chat
+ *    profile for the report they filed, which names their pseudonym now: refused 400 since
+ *    0332ab5, which the property's model did not know (a defect of the test, not of the service).
  */
 const REGRESSIONS: [string, Step[], Step[]][] = [
   ['a message relayed from them on a report an earlier erasure pseudonymised', [{ kind: 'punish', soon: false }], [{ kind: 'delete' }, { kind: 'contact' }]],
+  ['their chat profile sent for a report an earlier erasure pseudonymised', [{ kind: 'punish', soon: false }], [{ kind: 'delete' }, { kind: 'profiles', extra: false }]],
 ];
 
 describe(`erasure of a person put anywhere by the routes, on ${storeName}`, () => {

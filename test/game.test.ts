@@ -12,6 +12,11 @@ describe('GET /game/player/<id>', () => {
   let t: TestApp;
   let relay: StandInRelay;
   const lookup = (id: string, headers: Record<string, string> = key) => t.app.inject({ method: 'GET', url: `/game/player/${id}`, headers });
+  /** The relay's next answer, once the list fetched before has outlived its 1 ms (else it answers). */
+  const relayAnswers = async (reply: StandInRelay['reply']) => {
+    relay.reply = reply;
+    await new Promise((r) => setTimeout(r, 2));
+  };
 
   beforeAll(async () => {
     relay = await startRelay();
@@ -25,7 +30,7 @@ describe('GET /game/player/<id>', () => {
 
   it('answers a player in the server with their name, team, wanted stars, location and the raw entry', async () => {
     const entry = player('NightOwl_88', 1843209911, { Permission: 'Server Moderator', Team: 'Police', Callsign: 'C-12', WantedStars: 2, Location: LOCATION });
-    relay.reply = { body: [player('Someone', 5), entry] };
+    await relayAnswers({ body: [player('Someone', 5), entry] });
     const res = await lookup('1843209911');
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({
@@ -35,15 +40,14 @@ describe('GET /game/player/<id>', () => {
   });
 
   it('defaults wantedStars to 0 and location to null when the upstream omits them', async () => {
-    relay.reply = { body: [player('quietstorm', 77)] };
+    await relayAnswers({ body: [player('quietstorm', 77)] });
     expect((await lookup('77')).json()).toMatchObject({ success: true, online: true, username: 'quietstorm', wantedStars: 0, location: null, team: 'Civilian' });
   });
 
   it('answers not online, every other member null, for a player not in the server, an empty list or an offline server', async () => {
     const absent = { success: true, online: false, gameUserId: null, username: null, permission: null, team: null, wantedStars: null, location: null, raw: null };
     for (const reply of [{ body: [player('Other', 41)] }, { body: [] }, { status: 422, body: { code: 3002, message: 'Server offline' } }]) {
-      relay.reply = reply;
-      await new Promise((r) => setTimeout(r, 2));
+      await relayAnswers(reply);
       const res = await lookup('42');
       expect(res.statusCode).toBe(200);
       expect(res.json()).toEqual(absent);
@@ -60,8 +64,7 @@ describe('GET /game/player/<id>', () => {
   });
 
   it('coalesces: 200 concurrent lookups for different players cost one upstream call', async () => {
-    relay.reply = { body: Array.from({ length: 100 }, (_, i) => player(`P${i}`, 500 + i)), delayMs: 50 };
-    await new Promise((r) => setTimeout(r, 2));
+    await relayAnswers({ body: Array.from({ length: 100 }, (_, i) => player(`P${i}`, 500 + i)), delayMs: 50 });
     const before = relay.calls;
     const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => lookup(String(500 + i))));
     expect(relay.calls - before).toBe(1);
@@ -71,7 +74,7 @@ describe('GET /game/player/<id>', () => {
   });
 
   it('answers an upstream 429 with 429 and its Retry-After (this relay stays out for the rest of the file)', async () => {
-    relay.reply = { status: 429, body: { message: 'You are being rate limited!', retry_after: 9, bucket: 'global' } };
+    await relayAnswers({ status: 429, body: { message: 'You are being rate limited!', retry_after: 9, bucket: 'global' } });
     const limited = await lookup('5');
     expect(limited.statusCode).toBe(429);
     expect(limited.headers['retry-after']).toBe('9');
