@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { rowHash2 } from '../src/platform/audit-chain/form2.js';
+import { rowHashIn } from '../src/platform/audit-chain/forms.js';
 import { chainHash, GENESIS_HASH } from '../src/platform/audit-chain/hashes.js';
 import { personalLeaves } from '../src/platform/audit-chain/personal-fields.js';
 import { candidatesSql, readHead, sealAvailable } from '../src/platform/audit-chain/seal.js';
@@ -66,9 +66,10 @@ describe(`the audit hash chain on ${storeName}`, () => {
     expect(await sealAvailable(db)).toMatchObject({ sealed: 0 });
     expect(await count(db, '(select source, row_id from audit_chain group by 1, 2 having count(*) > 1) d')).toBe(0);
 
-    // The definition in src/platform/audit-chain/hashes.ts and form2.ts, recomputed here from the
-    // rows and their salts alone: form 2, each personal field (personal-fields.ts) replaced by
-    // {"commitment": SHA-256(salt || value)}.
+    // The definition in src/platform/audit-chain/hashes.ts and forms.ts, recomputed here from the
+    // rows and their salts alone: form 3, each personal field (personal-fields.ts) set to null in
+    // the row and its commitment SHA-256("cms-audit-commitment-v3" || 0x00 || salt || value) put
+    // under its JSON pointer in "personal".
     await db.transaction(async (tx) => {
       await tx.exec("set local timezone = 'UTC'");
       const { rows } = await tx.query<{ position: number; source: 'events' | 'audit_log'; form: number; row_hash: string; chain_hash: string; row: Record<string, unknown>; salts: Record<string, string> | null; tx: string; id: number }>(
@@ -82,18 +83,20 @@ describe(`the audit hash chain on ${storeName}`, () => {
       let previous = GENESIS_HASH;
       for (const [i, r] of rows.entries()) {
         expect(r.position).toBe(i + 1);
-        expect(r.form).toBe(2);
+        expect(r.form).toBe(3);
         const salts = r.salts ?? {};
         expect(Object.keys(salts).sort()).toEqual(personalLeaves(r.source, r.row).map((l) => l.pointer).sort());
         const committed = structuredClone(r.row);
+        const personal: Record<string, string> = {};
         for (const [pointer, salt] of Object.entries(salts)) {
           expect(salt).toMatch(/^[0-9a-f]{32}$/);
           const path = pointer.slice(1).split('/');
           const parent = path.slice(0, -1).reduce<Record<string, unknown>>((node, k) => node[k] as Record<string, unknown>, committed);
           const value = parent[path.at(-1)!] as string;
-          parent[path.at(-1)!] = { commitment: createHash('sha256').update(Buffer.from(salt, 'hex')).update(value, 'utf8').digest('hex') };
+          parent[path.at(-1)!] = null;
+          personal[pointer] = createHash('sha256').update('cms-audit-commitment-v3\0').update(Buffer.from(salt, 'hex')).update(value, 'utf8').digest('hex');
         }
-        const text = canonicalize({ source: r.source, form: 2, row: committed })!;
+        const text = canonicalize({ source: r.source, form: 3, row: committed, personal })!;
         expect(r.row_hash).toBe(createHash('sha256').update(text).digest('hex'));
         expect(r.row).not.toHaveProperty('sealing_tx');
         const pos = Buffer.alloc(8);
@@ -288,8 +291,8 @@ describe(`verify-audit names what was tampered with through SQL, on ${storeName}
               (select salts from audit_seal_salts s where s.source = $2::text and s.row_id = r.id) as salts from ${table} r where id = $1::bigint`,
       [id, table],
     );
-    // Its seal is form 2: the salts are in the database, the forger can compute it.
-    const rh = rowHash2(table, rows[0]!.row, rows[0]!.salts ?? {}, {}).hash!;
+    // Its seal is form 3: the salts are in the database, the forger can compute it.
+    const rh = rowHashIn(3, table, rows[0]!.row, rows[0]!.salts ?? {}, {}).hash!;
     await db.query(`update audit_chain set row_hash = decode($1::text, 'hex'), chain_hash = decode($2::text, 'hex') where position = 3`, [rh, chainHash(rows[0]!.prev, 3, rh)]);
     expect((await verifyChain(db)).problem).toEqual({ kind: 'seal_altered', position: 4 });
   });

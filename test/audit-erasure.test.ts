@@ -2,10 +2,13 @@
 // fields of sealed events and admin audit rows erased through eraseSealedRows verify, with and
 // without a checkpoint, counted under the erasure's reference; every other change, and every
 // change of a personal field to anything but the marker, fails naming the row, forged erasure
-// records included. Rows sealed in form 1: test/audit-erasure-form1.test.ts. On both stores.
-import { createHash, randomBytes } from 'node:crypto';
+// records included, and since issue 39 a forged erasure with the right commitment too (its
+// erasure's record does not name the field). Rows sealed in form 1: test/audit-erasure-form1.test.ts;
+// forgeries of form 2 and 3 through the routes: test/audit-forgery.test.ts. On both stores.
+import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { eraseSealedRows, SealMismatchError } from '../src/platform/audit-chain/erase.js';
+import { commitment } from '../src/platform/audit-chain/forms.js';
 import { ERASURE_MARKER, pseudonym, pseudonymKey } from '../src/platform/audit-chain/personal-fields.js';
 import { verifyChain } from '../src/platform/audit-chain/verify.js';
 import type { Db } from '../src/platform/db/types.js';
@@ -22,7 +25,7 @@ afterAll(() => d.drop());
 afterEach(() => db.exec(CLEAR_CHAIN));
 const { plant, sealed, erasePerson, eventOf, everything, edited } = erasureFixture(() => db);
 
-describe(`an erasure on a form-2 chain, on ${storeName}`, () => {
+describe(`an erasure on a form-3 chain, on ${storeName}`, () => {
   it('verifies after it, with and without an older checkpoint, and reports the rows erased under the reference', async () => {
     await plant();
     const checkpoint = await sealed();
@@ -51,7 +54,7 @@ describe(`an erasure on a form-2 chain, on ${storeName}`, () => {
     const salts = (await db.query<{ salts: Record<string, string>; erased: Record<string, unknown> }>("select salts, erased from audit_seal_salts where source = 'events' and row_id = $1::bigint", [created])).rows[0]!;
     expect(salts.salts).not.toHaveProperty(['/after/reporter_name']);
     expect(salts.salts).toHaveProperty(['/after/reported_name']);
-    expect(salts.erased['/after/reporter_name']).toEqual({ commitment: createHash('sha256').update(Buffer.from(saltBefore, 'hex')).update('Pat Person').digest('hex'), erasure: 'ER-1', reference: 'GDPR-2026-001', value: ERASURE_MARKER });
+    expect(salts.erased['/after/reporter_name']).toEqual({ commitment: commitment(3, saltBefore, 'Pat Person'), erasure: 'ER-1', reference: 'GDPR-2026-001', value: ERASURE_MARKER });
     expect(salts.erased['/after/reporter']).toMatchObject({ value: PSEUDONYM });
     expect((await db.query<{ n: number }>('select count(*)::int as n from audit_seal_salts where salts::text like $1::text', [`%${saltBefore}%`])).rows[0]!.n).toBe(0);
 
@@ -59,7 +62,9 @@ describe(`an erasure on a form-2 chain, on ${storeName}`, () => {
     expect(await erasePerson()).toEqual({ events: 0, audit_log: 0 });
     await plant(1);
     expect(await erasePerson()).toEqual({ events: 1, audit_log: 1 }); // not sealed yet: just overwritten
-    expect(await sealed()).toMatchObject({ rows: checkpoint.rows + 3, erased: [{ reference: 'GDPR-2026-001', rows: 6 }] });
+    // Sealed since: the first erasure's record and the rows of plant(1) (the erasures after it
+    // erased no sealed field: they wrote no record).
+    expect(await sealed()).toMatchObject({ rows: checkpoint.rows + 4, erased: [{ reference: 'GDPR-2026-001', rows: 6 }] });
   });
 
   it('refuses a pointer that is not a personal field, and a row that no longer matches its seal', async () => {
@@ -133,11 +138,13 @@ describe(`tampering after an erasure is still caught, naming the row, on ${store
     await edited('events', victim);
   });
 
-  it('the limit, as documented: a forged erasure with the right commitment removes personal data and passes', async () => {
+  it('a forged erasure with the right commitment: its erasure has no record naming the field (issue 39; it passed before)', async () => {
     const victim = await erased();
     const salt = (await db.query<{ s: string }>("select salts->>'/after/reported_name' as s from audit_seal_salts where source = 'events' and row_id = $1::bigint", [victim])).rows[0]!.s;
     await setAfter(victim, 'reported_name', ERASURE_MARKER);
-    await setErased(victim, '/after/reported_name', { commitment: createHash('sha256').update(Buffer.from(salt, 'hex')).update('Olive Other').digest('hex'), erasure: 'forged', reference: 'FORGED', value: ERASURE_MARKER });
-    expect(await verifyChain(db)).toMatchObject({ ok: true, erased: [{ reference: 'FORGED', rows: 1 }, { reference: 'GDPR-2026-001', rows: 6 }] });
+    for (const erasure of ['forged', ERASURE.id]) {
+      await setErased(victim, '/after/reported_name', { commitment: commitment(3, salt, 'Olive Other'), erasure, reference: 'FORGED', value: ERASURE_MARKER });
+      await edited('events', victim, '/after/reported_name', erasure);
+    }
   });
 });

@@ -63,7 +63,7 @@ describe('personal leaves of a sealed row', () => {
   };
 
   it('lists the personal top-level columns and the string leaves under personal keys, as JSON pointers', () => {
-    expect(personalLeaves('events', event)).toEqual([
+    const form2 = [
       { pointer: '/actor_chat_id', key: 'actor_chat_id', value: '111' },
       { pointer: '/actor_name', key: 'actor_name', value: 'Agent A' },
       { pointer: '/before/reporter', key: 'reporter', value: '222' },
@@ -72,13 +72,17 @@ describe('personal leaves of a sealed row', () => {
       { pointer: '/before/notes_list/0/note', key: 'note', value: 'first' },
       { pointer: '/before/notes_list/0/author_chat_id', key: 'author_chat_id', value: '111' },
       { pointer: '/data/reason', key: 'reason', value: 'spam' },
-    ]);
+    ];
+    expect(personalLeaves('events', event, 2)).toEqual(form2);
+    // Form 3 (the sealer's): staff acting in their role, the actor and a note's author, are not personal leaves.
+    expect(personalLeaves('events', event)).toEqual(form2.filter((l) => !['actor_chat_id', 'actor_name', 'author_chat_id'].includes(l.key)));
     expect(parsePointer('/before/a~1b/note')).toEqual(['before', 'a/b', 'note']);
   });
 
   it("audit_log's target and reason are personal columns; its other columns are not", () => {
     const row = { id: 1, actor_kind: 'agent', actor_chat_id: '1', action: 'agent.updated', target: '2', reason: 'why', before: { name: 'Old' }, after: { name: 'New' }, correlation_id: 'c' };
-    expect(personalLeaves('audit_log', row).map((l) => l.pointer)).toEqual(['/actor_chat_id', '/target', '/reason', '/before/name', '/after/name']);
+    expect(personalLeaves('audit_log', row, 2).map((l) => l.pointer)).toEqual(['/actor_chat_id', '/target', '/reason', '/before/name', '/after/name']);
+    expect(personalLeaves('audit_log', row).map((l) => l.pointer)).toEqual(['/target', '/reason', '/before/name', '/after/name']);
     expect(personalLeafAt('audit_log', row, '/action')).toBeUndefined();
     expect(personalLeafAt('audit_log', row, '/after/name')).toEqual({ pointer: '/after/name', key: 'name', value: 'New' });
   });

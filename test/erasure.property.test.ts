@@ -6,11 +6,15 @@
 // 409 PUNISHMENT_IN_FORCE and succeeds once the punishment is lifted; afterwards no text or json
 // column of any table (from the catalog) holds their chat id, names or words, other people's
 // reports are as they were, the audit chain verifies, and a second erasure after they appear again
-// succeeds too. The seed is printed (ERASURE_PROPERTY_SEED replays it).
+// succeeds too. Then one sealed row is tampered with at random (a non-personal field, a personal
+// value replaced by anything, a field marked erased without a record naming it): verify-audit,
+// also against the head before, fails naming that row (helpers/chain-tampering.ts). The seed is
+// printed (ERASURE_PROPERTY_SEED replays it).
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admin } from './helpers/admin.js';
 import { createTestApp, queueNotificationsDelivered, type TestApp } from './helpers/app.js';
+import { MUTATION, tamperedRowIsNamed, type Mutation } from './helpers/chain-tampering.js';
 import { sealedAndVerified, traces } from './helpers/erasure-checks.js';
 import { chatId, signedIn, type Person } from './helpers/identity.js';
 import { key } from './helpers/reports.js';
@@ -228,8 +232,8 @@ const SEED = seedOf('ERASURE_PROPERTY_SEED', 2026112839);
 /** ERASURE_PROPERTY_RUNS: the number of cases of a campaign outside CI (docs/testing.md). */
 const CAMPAIGN = Number(process.env.ERASURE_PROPERTY_RUNS ?? '') || 0;
 
-/** The property for one case: the steps, the erasure, the steps after it, the second erasure. */
-async function erasedTwice(steps: readonly Step[], later: readonly Step[]) {
+/** The property for one case: the steps, the erasure, the steps after it, the second erasure, the tampering. */
+async function erasedTwice(steps: readonly Step[], later: readonly Step[], mutation: Mutation) {
   const run = new Run();
   // At least one report names them, whatever the steps.
   await run.file({ kind: 'file', role: 'reporter', url: true, quote: false });
@@ -244,6 +248,7 @@ async function erasedTwice(steps: readonly Step[], later: readonly Step[]) {
   expect(second.pseudonym).toBe(first.pseudonym);
   await run.checkGone();
   await sealedAndVerified(t.db.production);
+  await tamperedRowIsNamed(t.db.production, mutation);
 }
 
 /**
@@ -263,10 +268,10 @@ const REGRESSIONS: [string, Step[], Step[]][] = [
 describe(`erasure of a person put anywhere by the routes, on ${storeName}`, () => {
   it('succeeds, leaves nothing of them and nothing else changed, the chain verifies, and again after they reappear', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(STEP, { minLength: 1, maxLength: runs(6, 12) }), fc.array(STEP, { maxLength: 4 }), erasedTwice),
+      fc.asyncProperty(fc.array(STEP, { minLength: 1, maxLength: runs(6, 12) }), fc.array(STEP, { maxLength: 4 }), MUTATION, erasedTwice),
       { numRuns: CAMPAIGN || runs(3, 25), seed: SEED },
     );
   }, CAMPAIGN > 0 ? CAMPAIGN * 10_000 : runs(120_000, 900_000));
 
-  for (const [name, steps, later] of REGRESSIONS) it(`regression: ${name}`, () => erasedTwice(steps, later), 60_000);
+  for (const [name, steps, later] of REGRESSIONS) it(`regression: ${name}`, () => erasedTwice(steps, later, { kind: 'erased', pick: 0 }), 60_000);
 });

@@ -112,7 +112,16 @@ describe(`subject access and erasure on ${storeName}`, () => {
     const [record] = await q('select * from subject_erasures where id = $1::bigint', [body.erasure_id]);
     expect(record).toMatchObject({ pseudonym: body.pseudonym, reason: 'Deletion request by email', reference: 'GDPR-2026-001', actor_kind: 'agent', actor_chat_id: director.agent.chat_id, counts: body.counts });
     const { audit } = await expectAdminTrail(t, body.correlation_id, { action: 'admin.subject_erased', actor: director.agent.chat_id, target: body.pseudonym, reason: 'Deletion request by email' });
-    expect(audit.after).toEqual({ erasure_id: body.erasure_id, reference: 'GDPR-2026-001', counts: body.counts });
+    expect(audit.after).toEqual({ erasure_id: body.erasure_id, reference: 'GDPR-2026-001', counts: body.counts, fields: expect.any(Array) });
+    // The record names exactly the fields of sealed rows the erasure marked erased (verify-audit looks there, issue 39).
+    const marked = await q(
+      `select s.source, s.row_id::int as id, e.key as pointer, e.value->>'value' as value from audit_seal_salts s cross join lateral jsonb_each(s.erased) e
+        where e.value->>'erasure' = $1::text order by 1, 2, 3`,
+      [body.erasure_id],
+    );
+    expect(marked.length).toBeGreaterThan(0);
+    const byPlace = (a: unknown[], b: unknown[]) => String(a.slice(0, 3)).localeCompare(String(b.slice(0, 3)));
+    expect([...(audit.after as { fields: unknown[][] }).fields].sort(byPlace)).toEqual(marked.map((r) => [r.source, r.id, r.pointer, r.value]).sort(byPlace));
     expect(JSON.stringify(audit)).not.toContain(planted.chatId);
   });
 

@@ -110,7 +110,8 @@ export async function eraseClosedCase(tx: Tx, key: Buffer, c: ClosedCase, days: 
     [c.reportId, RETENTION_REFERENCE, correlationId],
   );
   const erasureId = `case-${rows[0]!.id}`;
-  addSealedCounts(counts, await eraseSealed(tx, { id: erasureId, reference: RETENTION_REFERENCE }, sealedNaming(sealed, subjects), subjects));
+  const erasedSealed = await eraseSealed(tx, { id: erasureId, reference: RETENTION_REFERENCE }, sealedNaming(sealed, subjects), subjects);
+  addSealedCounts(counts, erasedSealed);
   await tx.query('update case_erasures set counts = $2::jsonb where id = $1::bigint', [rows[0]!.id, JSON.stringify(counts)]);
   // The event names the case by report id, where the visibility model looks: the erasure (and its
   // admin audit row, by the event) is then exactly as hidden as the case is (issue 38, finding 5).
@@ -118,7 +119,8 @@ export async function eraseClosedCase(tx: Tx, key: Buffer, c: ClosedCase, days: 
     action: 'admin.case_erased',
     target: c.reportId,
     reason: `Retention: closed more than ${days} days ago (RETENTION_DAYS)`,
-    after: { erasure_id: erasureId, reference: RETENTION_REFERENCE, closed_at: c.closedAt, people: persons.length, counts },
+    // `fields`: what verify-audit accepts as erased in sealed rows (erasure-records.ts).
+    after: { erasure_id: erasureId, reference: RETENTION_REFERENCE, closed_at: c.closedAt, people: persons.length, counts, fields: erasedSealed.fields },
     reportId: c.reportId,
     isSupervisor: c.flagged,
   });

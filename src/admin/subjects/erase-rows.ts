@@ -85,6 +85,6 @@ export async function eraseMutableRows(tx: Tx, found: readonly FoundRow[], subje
 
 /** Adds the rows of the sealed tables to the counts, leaving out tables with none. */
 export function addSealedCounts(counts: Record<string, number>, sealed: { events: number; audit_log: number }): Record<string, number> {
-  for (const [table, n] of Object.entries(sealed)) if (n > 0) counts[table] = (counts[table] ?? 0) + n;
+  for (const table of ['events', 'audit_log'] as const) if (sealed[table] > 0) counts[table] = (counts[table] ?? 0) + sealed[table];
   return counts;
 }

@@ -62,13 +62,15 @@ export async function eraseSubject(tx: Tx, key: Buffer, request: ErasureRequest)
     [alias, reason, reference, request.actor.kind, request.actor.kind === 'agent' ? request.actor.chatId : null, request.correlationId],
   );
   const erasureId = rows[0]!.id;
-  addSealedCounts(counts, await eraseSealed(tx, { id: erasureId, reference }, sealedRows, [subject]));
+  const sealed = await eraseSealed(tx, { id: erasureId, reference }, sealedRows, [subject]);
+  addSealedCounts(counts, sealed);
   await tx.query('update subject_erasures set counts = $2::jsonb where id = $1::bigint', [erasureId, JSON.stringify(counts)]);
   await recordAdminChangeBy(tx, request.actor, request.correlationId, {
     action: 'admin.subject_erased',
     target: alias,
     reason,
-    after: { erasure_id: erasureId, reference, counts },
+    // `fields`: what verify-audit accepts as erased in sealed rows (erasure-records.ts).
+    after: { erasure_id: erasureId, reference, counts, fields: sealed.fields },
   });
   return { success: true, erasure_id: erasureId, pseudonym: alias, reference, counts, correlation_id: request.correlationId };
 }

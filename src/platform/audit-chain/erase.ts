@@ -1,20 +1,22 @@
-// Erasing personal fields of sealed rows (issue 32): the one primitive subject erasure calls for
-// events and audit_log, in the caller's transaction. Each named field (a JSON pointer into the row
-// as sealed, personal-fields.ts) becomes the erasure marker, or the person's pseudonym under a
-// chat-id key; a sealed row keeps verifying because its form-2 seal holds a commitment of the
-// field, which the erasure keeps in audit_seal_salts.erased while it deletes the salt (form2.ts).
+// Erasing personal fields of sealed rows (issues 32 and 39): the one primitive subject erasure and
+// retention call for events and audit_log, in the caller's transaction. Each named field (a JSON
+// pointer into the row as sealed, personal-fields.ts; never a staff one) becomes the erasure
+// marker, or the person's pseudonym under a chat-id key; a sealed row keeps verifying because its
+// seal holds a commitment of the field, which the erasure keeps in audit_seal_salts.erased while
+// it deletes the salt (forms.ts). The caller writes the erasure's record with the `fields` this
+// returns: verify-audit accepts an erased field only when its erasure's record names it.
 //
 // Before anything is changed each sealed row is checked against its seal, and the erasure refuses
 // a row that does not match: erasing it would hide the tampering. A row sealed in form 1 (before
-// this change) is sealed again in form 2 first, a new seal at the chain's head; verify-audit then
+// issue 32) is sealed again in form 3 first, a new seal at the chain's head; verify-audit then
 // accepts its form-1 seal not matching any more. A row not sealed yet is just overwritten: the
 // sealer seals the erased form. The sealer's advisory lock, taken blocking here and held to the
 // caller's commit, keeps sealing and erasure from interleaving (the caller's transaction is read
 // committed, the default: each statement after the lock sees every seal committed before it).
 import type { Queryable, Tx } from '../db/types.js';
-import { commitment, commitRow, form2Hash, sealForm2, writeSalts, type ErasedFields, type Salts } from './form2.js';
+import { commitment, rowHashIn, SEAL_FORM, sealIn, writeSalts, type ErasedFields, type Form, type Salts } from './forms.js';
 import { chainHash, ROW_JSON, rowHash, SEAL_LOCK_KEY, type SealedTable } from './hashes.js';
-import { ERASURE_MARKER, isChatIdKey, isPseudonym, parsePointer, personalLeaves, type PersonalLeaf } from './personal-fields.js';
+import { ERASURE_MARKER, isChatIdKey, isErasableKey, isPseudonym, parsePointer, personalLeaves, type PersonalForm, type PersonalLeaf } from './personal-fields.js';
 import { readHead } from './seal.js';
 
 /** The erasure's own record id and the operator's reference (e.g. GDPR-2026-001). */
@@ -32,15 +34,18 @@ export interface RowErasure {
   chatIdPseudonym?: string;
 }
 
+/** A field erased in a sealed row, as the erasure's record names it: [table, row id, pointer, value left]. */
+export type ErasedFieldRecord = [SealedTable, number, string, string];
+
 /** The row no longer matches its seal: erasing it would hide that. */
 export class SealMismatchError extends Error {
-  constructor(readonly source: SealedTable, readonly rowId: number, readonly form: 1 | 2) {
+  constructor(readonly source: SealedTable, readonly rowId: number, readonly form: Form) {
     super(`${source} row ${rowId} does not match its form-${form} seal (it was edited behind the service's back): run verify-audit; the erasure was refused`);
     this.name = 'SealMismatchError';
   }
 }
 
-/** The erasable leaves of a sealed row whose value `match` accepts, as JSON pointers. */
+/** The erasable leaves of a sealed row whose value `match` accepts, as JSON pointers (never staff's). */
 export function personalPointers(source: SealedTable, row: Record<string, unknown>, match: (key: string, value: string) => boolean): string[] {
   return personalLeaves(source, row).filter((l) => match(l.key, l.value)).map((l) => l.pointer);
 }
@@ -55,16 +60,17 @@ export async function loadSealedRows(db: Queryable, source: SealedTable, ids: nu
 }
 
 interface SealState {
-  form: 1 | 2;
+  form: Form;
   rowHash: string;
   salts: Salts;
   erased: ErasedFields;
 }
 
 async function loadSeals(tx: Tx, source: SealedTable, ids: number[]): Promise<Map<number, SealState>> {
-  const { rows } = await tx.query<{ row_id: number; form: 1 | 2; row_hash: string; salts: Salts | null; erased: ErasedFields | null }>(
+  // A row's latest form is its seal (a form-1 row re-sealed has a later one); salts are that seal's.
+  const { rows } = await tx.query<{ row_id: number; form: Form; row_hash: string; salts: Salts | null; erased: ErasedFields | null }>(
     `select distinct on (c.row_id) c.row_id, c.form, encode(c.row_hash, 'hex') as row_hash, s.salts, s.erased
-       from audit_chain c left join audit_seal_salts s on c.form = 2 and s.source = c.source and s.row_id = c.row_id
+       from audit_chain c left join audit_seal_salts s on c.form <> 1 and s.source = c.source and s.row_id = c.row_id
       where c.source = $1::text and c.row_id = any($2::bigint[])
       order by c.row_id, c.form desc`,
     [source, ids],
@@ -72,14 +78,21 @@ async function loadSeals(tx: Tx, source: SealedTable, ids: number[]): Promise<Ma
   return new Map(rows.map((r) => [Number(r.row_id), { form: r.form, rowHash: r.row_hash, salts: r.salts ?? {}, erased: r.erased ?? {} }]));
 }
 
+export interface SealedRowsErased {
+  events: number;
+  audit_log: number;
+  /** The fields erased in sealed rows: the erasure's record must name them (verify.ts). */
+  fields: ErasedFieldRecord[];
+}
+
 /**
  * Erases the named personal fields of the given rows of events and audit_log; returns how many
- * rows of each changed (a field already erased is left as it is: a second erasure changes nothing).
- * Throws on a pointer that is not an erasable field of its row, a row that does not exist, or a
- * sealed row that does not match its seal (SealMismatchError).
+ * rows of each changed (a field already erased is left as it is: a second erasure changes nothing)
+ * and the fields of sealed rows erased. Throws on a pointer that is not an erasable field of its
+ * row, a row that does not exist, or a sealed row that does not match its seal (SealMismatchError).
  */
-export async function eraseSealedRows(tx: Tx, erasure: SealedErasure, rows: RowErasure[]): Promise<{ events: number; audit_log: number }> {
-  const changed = { events: 0, audit_log: 0 };
+export async function eraseSealedRows(tx: Tx, erasure: SealedErasure, rows: RowErasure[]): Promise<SealedRowsErased> {
+  const changed: SealedRowsErased = { events: 0, audit_log: 0, fields: [] };
   if (rows.length === 0) return changed;
   for (const r of rows) {
     if (r.chatIdPseudonym !== undefined && !isPseudonym(r.chatIdPseudonym)) throw new Error(`not a pseudonym: ${JSON.stringify(r.chatIdPseudonym)}`);
@@ -99,30 +112,33 @@ export async function eraseSealedRows(tx: Tx, erasure: SealedErasure, rows: RowE
       for (const request of mine) {
         const row = current.get(request.id);
         if (row === undefined) throw new Error(`${source} row ${request.id}: not found`);
-        const leaves = new Map(personalLeaves(source, row).map((l) => [l.pointer, l]));
-        for (const p of request.pointers) {
-          if (!leaves.has(p)) throw new Error(`${source} row ${request.id}: ${p} is not an erasable personal field`);
-        }
         let seal = seals.get(request.id);
         if (seal !== undefined && seal.form === 1) {
           if (rowHash(source, row) !== seal.rowHash) throw new SealMismatchError(source, request.id, 1);
-          const { rh, salts } = sealForm2(source, row);
+          const { rh, salts } = sealIn(SEAL_FORM, source, row);
           head = { rows: head.rows + 1, hash: chainHash(head.hash, head.rows + 1, rh) };
           await tx.query(
             `insert into audit_chain (position, source, row_id, row_hash, chain_hash, form)
-             values ($1::bigint, $2::text, $3::bigint, decode($4::text, 'hex'), decode($5::text, 'hex'), 2)`,
-            [head.rows, source, request.id, rh, head.hash],
+             values ($1::bigint, $2::text, $3::bigint, decode($4::text, 'hex'), decode($5::text, 'hex'), $6::int)`,
+            [head.rows, source, request.id, rh, head.hash, SEAL_FORM],
           );
-          seal = { form: 2, rowHash: rh, salts, erased: {} };
+          seal = { form: SEAL_FORM, rowHash: rh, salts, erased: {} };
           seals.set(request.id, seal);
           await writeSalts(tx, [{ source, id: request.id, salts }]);
-        } else if (seal !== undefined) {
-          const f = commitRow(source, row, seal.salts, seal.erased);
-          if (f.committed === null || form2Hash(source, f.committed) !== seal.rowHash) throw new SealMismatchError(source, request.id, 2);
+        } else if (seal !== undefined && seal.form !== 1) {
+          if (rowHashIn(seal.form, source, row, seal.salts, seal.erased).hash !== seal.rowHash) throw new SealMismatchError(source, request.id, seal.form);
+        }
+        // The leaves the row's seal commits to (a form-2 seal: staff's too, which are never erased).
+        const form: PersonalForm = seal?.form === 2 ? 2 : 3;
+        const leaves = new Map(personalLeaves(source, row, form).map((l) => [l.pointer, l]));
+        for (const p of request.pointers) {
+          const leaf = leaves.get(p);
+          if (leaf === undefined || !isErasableKey(leaf.key)) throw new Error(`${source} row ${request.id}: ${p} is not an erasable personal field`);
         }
         const edits = eraseLeaves(request, [...new Set(request.pointers)].map((p) => leaves.get(p)!), seal, erasure);
         if (edits.length === 0) continue;
         await writeRow(tx, source, request.id, edits);
+        if (seal !== undefined) for (const e of edits) changed.fields.push([source, request.id, e.pointer, e.value]);
         if (seal !== undefined) {
           await tx.query('update audit_seal_salts set salts = $3::jsonb, erased = $4::jsonb where source = $1::text and row_id = $2::bigint', [
             source, request.id, JSON.stringify(seal.salts), JSON.stringify(seal.erased),
@@ -151,7 +167,7 @@ function eraseLeaves(request: RowErasure, leaves: PersonalLeaf[], seal: SealStat
     const salt = seal.salts[leaf.pointer];
     // No salt: erased before (the row matched its seal, so the value is already a marker or pseudonym).
     if (salt === undefined || leaf.value === value) continue;
-    seal.erased[leaf.pointer] = { commitment: commitment(salt, leaf.value), erasure: erasure.id, reference: erasure.reference, value };
+    seal.erased[leaf.pointer] = { commitment: commitment(seal.form === 2 ? 2 : 3, salt, leaf.value), erasure: erasure.id, reference: erasure.reference, value };
     delete seal.salts[leaf.pointer];
     edits.push({ pointer: leaf.pointer, value });
   }

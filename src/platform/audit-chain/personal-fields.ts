@@ -1,11 +1,16 @@
-// What an erasure may change in a sealed row (issue 32), the definition of the chain's form 2: the
-// personal fields. A sealed row of events or audit_log is erasable only in these string leaves;
-// every other byte of it stays covered by its seal as before.
+// What an erasure may change in a sealed row (issues 32 and 39): the personal fields. A sealed row
+// of events or audit_log is erasable only in these string leaves; every other byte of it stays
+// covered by its seal as before.
 //
 //   - top-level columns: events.actor_chat_id, events.actor_name, audit_log.actor_chat_id,
 //     audit_log.target, audit_log.reason;
 //   - inside the jsonb columns (before, after, data): every string leaf whose nearest object key
 //     (array elements take their array's key) is in PERSONAL_KEYS.
+//
+// That is form 2's list, fixed: a form-2 seal committed to exactly these leaves. Form 3 (issue 39)
+// leaves out STAFF_KEYS: who on staff acted, in their role, is not a subject's personal data, and a
+// subject erasure never changes it (finding 5); in form 3 those leaves are hashed as they are, and
+// in form 2 an erased one is an edit (forms.ts).
 //
 // PERSONAL_KEYS was checked against what src/ writes into events and audit_log: report rows and
 // pre-images (notes_list, evidence_list, timeline, chat_profiles inside them), punishment and
@@ -13,8 +18,7 @@
 // keys those writers use for the same things: submitted_by_id and submitted_by_name (evidence in
 // a pre-image), assigned_agent_name (a report's resolved name), event (a timeline entry's free
 // text, e.g. "Report deleted: <reason>"), trainer_id and trainee_id (a training session's
-// creation), evaluated_by. Changing this list changes what form-2 seals commit to: a key added
-// later covers only rows sealed after it (a seal records no salt for a leaf it did not commit).
+// creation), evaluated_by. Changing a list changes what seals commit to: a new list is a new form.
 //
 // An erased chat id becomes a pseudonym ('0' + 19 digits from HMAC-SHA-256): it passes the
 // schema's ^[0-9]{1,20}$ checks, and a chat platform's ids (snowflakes) never start with 0, so a
@@ -45,11 +49,30 @@ export const TEXT_KEYS: readonly string[] = Object.freeze([
 
 export const PERSONAL_KEYS: readonly string[] = Object.freeze([...CHAT_ID_KEYS, ...NAME_KEYS, ...TEXT_KEYS]);
 
+/**
+ * Keys whose values are always staff acting in their role (or the service): the actor of an event
+ * or admin change (agents only: the bot's and the service's have no chat id), who issued, revoked,
+ * closed, was assigned, granted, requested, evaluated or trained, and a note's author (notes are
+ * staff's). Never erased (form 3 does not commit to them separately).
+ */
+export const STAFF_KEYS: readonly string[] = Object.freeze([
+  'actor_chat_id', 'actor_name', 'issued_by', 'issued_by_name', 'revoked_by', 'closed_by', 'closed_by_name', 'assigned_agent',
+  'assigned_agent_name', 'granted_by', 'requested_by', 'evaluated_by', 'trainer_id', 'trainee_id', 'author_chat_id', 'author_name',
+]);
+
+/** The seal forms that commit to personal fields separately. */
+export type PersonalForm = 2 | 3;
+
 const personal = new Set(PERSONAL_KEYS);
+const staff = new Set(STAFF_KEYS);
 const chatIds = new Set(CHAT_ID_KEYS);
 
 export const isPersonalKey = (key: string): boolean => personal.has(key);
+export const isStaffKey = (key: string): boolean => staff.has(key);
+/** A key whose values an erasure may change: personal and not staff's. */
+export const isErasableKey = (key: string): boolean => personal.has(key) && !staff.has(key);
 export const isChatIdKey = (key: string): boolean => chatIds.has(key);
+const personalIn = (form: PersonalForm) => (form === 2 ? isPersonalKey : isErasableKey);
 
 /** The top-level columns of a sealed row that are personal, and the jsonb columns searched inside. */
 export const PERSONAL_COLUMNS: Record<SealedTable, readonly string[]> = {
@@ -103,16 +126,20 @@ export function parsePointer(pointer: string): string[] {
   return pointer.slice(1).split('/').map(unescapeToken);
 }
 
-/** Every erasable string leaf of a sealed row, in document order. */
-export function personalLeaves(source: SealedTable, row: Record<string, unknown>): PersonalLeaf[] {
+/**
+ * The personal string leaves of a sealed row in a seal form, in document order: in form 3 (the
+ * sealer's since issue 39) the erasable ones; in form 2 staff's too, as form-2 seals committed.
+ */
+export function personalLeaves(source: SealedTable, row: Record<string, unknown>, form: PersonalForm = 3): PersonalLeaf[] {
+  const isPersonal = personalIn(form);
   const leaves: PersonalLeaf[] = [];
   for (const column of PERSONAL_COLUMNS[source]) {
     const value = row[column];
-    if (typeof value === 'string') leaves.push({ pointer: `/${escapeToken(column)}`, key: column, value });
+    if (typeof value === 'string' && isPersonal(column)) leaves.push({ pointer: `/${escapeToken(column)}`, key: column, value });
   }
   const walk = (node: unknown, pointer: string, key: string) => {
     if (typeof node === 'string') {
-      if (isPersonalKey(key)) leaves.push({ pointer, key, value: node });
+      if (isPersonal(key)) leaves.push({ pointer, key, value: node });
     } else if (Array.isArray(node)) {
       node.forEach((item, i) => walk(item, `${pointer}/${i}`, key));
     } else if (node !== null && typeof node === 'object') {

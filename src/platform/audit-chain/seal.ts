@@ -1,12 +1,12 @@
 // Sealing (issue 21): rows of events and audit_log whose transactions have all ended, appended to
 // the chain in the order (sealing_tx, table, id), in transactions of at most `limit` rows, in form
-// 2 (form2.ts: salted commitments of the personal fields, the salts in audit_seal_salts); then,
-// with what the limit leaves, rows sealed in form 1 are sealed again in form 2 (reseal.ts). One
+// 3 (forms.ts: salted commitments of the personal fields, the salts in audit_seal_salts); then,
+// with what the limit leaves, rows sealed in form 1 are sealed again in form 3 (reseal.ts). One
 // sealer at a time per database (pg_try_advisory_xact_lock): an instance that finds the lock held
 // leaves the work to its holder, and a holder that dies releases it with its connection, its
 // batch rolled back whole. Nothing here is on a request's path.
 import type { Db, Queryable, Tx } from '../db/types.js';
-import { sealForm2, writeSalts, type Salts } from './form2.js';
+import { SEAL_FORM, sealIn, writeSalts, type Salts } from './forms.js';
 import { resealForm1 } from './reseal.js';
 import { chainHash, compareKeys, GENESIS_HASH, ROW_JSON, SEAL_LOCK_KEY, SEALED_TABLES, UTC, type ChainHead, type ChainKey, type SealedTable } from './hashes.js';
 
@@ -16,7 +16,7 @@ export interface BatchResult {
   /** False when another sealer holds the lock (nothing was done here). */
   locked: boolean;
   sealed: number;
-  /** Rows sealed in form 1 sealed again in form 2 (reseal.ts), with what the batch's limit left. */
+  /** Rows sealed in form 1 sealed again in form 3 (reseal.ts), with what the batch's limit left. */
   resealed: number;
   /** The batch stopped at its limit: more rows may be waiting. */
   full: boolean;
@@ -111,7 +111,7 @@ export async function sealBatch(db: Db, limit = SEAL_BATCH_LIMIT): Promise<Batch
       let position = head.rows;
       for (const c of batch) {
         position++;
-        const { rh, salts } = sealForm2(c.source, c.row);
+        const { rh, salts } = sealIn(SEAL_FORM, c.source, c.row);
         previous = chainHash(previous, position, rh);
         positions.push(position);
         sources.push(c.source);
@@ -123,9 +123,9 @@ export async function sealBatch(db: Db, limit = SEAL_BATCH_LIMIT): Promise<Batch
       // The unique (source, row_id, form) makes a second seal of a row fail the batch, loudly.
       await tx.query(
         `insert into audit_chain (position, source, row_id, row_hash, chain_hash, form)
-         select p, s, i, decode(rh, 'hex'), decode(ch, 'hex'), 2
+         select p, s, i, decode(rh, 'hex'), decode(ch, 'hex'), $6::int
            from unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[]) as t(p, s, i, rh, ch)`,
-        [positions, sources, ids, rowHashes, chainHashes],
+        [positions, sources, ids, rowHashes, chainHashes, SEAL_FORM],
       );
       await writeSalts(tx, salted);
       head.rows = position;

@@ -4,21 +4,24 @@
 // has passed that no seal covers is an insertion into the sealed past. A checkpoint passed as
 // `against` must be one of the chain's chain_hash values (the chain extends it).
 //
-// Seals come in two forms (issue 32). Form 1 hashes the row whole (hashes.ts). Form 2 hashes it
-// with its personal fields as salted commitments (form2.ts): a field erased since verifies by the
-// commitment its erasure kept, if its value is the erasure marker (or a pseudonym for a chat id);
-// anything else is an edit. A form-1 seal whose row no longer matches is accepted only when the
-// same row has a form-2 seal later in the chain (an erasure re-sealed it), which is checked in
-// its turn. The rows erased are reported by the references of their erasures.
+// Seals come in three forms. Form 1 hashes the row whole (hashes.ts). Forms 2 (issue 32) and 3
+// (issue 39, the sealer's) hash it with its personal fields as salted commitments (forms.ts): a
+// field erased since verifies by the commitment its erasure kept, if its value is the erasure
+// marker (or a pseudonym for a chat id) and the erasure's record names the row, the field and that
+// value (erasure-records.ts); anything else is an edit. A form-1 seal whose row no longer matches
+// is accepted only when the same row has a later seal in form 2 or 3 (an erasure re-sealed it),
+// which is checked in its turn. The rows erased are reported by the references of their erasures.
 import { performance } from 'node:perf_hooks';
 import type { Db, Queryable } from '../db/types.js';
-import { rowHash2, type ErasedFields, type Salts } from './form2.js';
+import { ErasureClaims } from './erasure-records.js';
+import { rowHashIn, type ErasedFields, type Form, type Salts } from './forms.js';
 import { chainHash, GENESIS_HASH, ROW_JSON, rowHash, SEALED_TABLES, UTC, type SealedTable } from './hashes.js';
 
 export const VERIFY_BATCH = 5_000;
 
 export type Problem =
-  | { kind: 'edited'; source: SealedTable; id: number; position: number; field?: string }
+  /** `field`: a personal field neither sealed nor erased; with `erasure`, marked erased by an erasure whose record does not name it. */
+  | { kind: 'edited'; source: SealedTable; id: number; position: number; field?: string; erasure?: string }
   | { kind: 'reordered'; source: SealedTable; id: number; position: number; sealedAt: number }
   | { kind: 'deleted'; source: SealedTable; id: number; position: number }
   | { kind: 'inserted'; source: SealedTable; id: number }
@@ -48,11 +51,11 @@ interface SealRow {
   row_id: number;
   row_hash: string;
   chain_hash: string;
-  form: 1 | 2;
+  form: Form;
   row: Record<string, unknown> | null;
   salts: Salts | null;
   erased_fields: ErasedFields | null;
-  /** Form 1: the position of the same row's form-2 seal later in the chain, if any. */
+  /** Form 1: the position of the same row's seal in form 2 or 3 later in the chain, if any. */
   resealed_at: number | null;
 }
 
@@ -63,13 +66,14 @@ const BATCH_SQL = `select c.position, c.source, c.row_id, encode(c.row_hash, 'he
     end as row,
     s.salts, s.erased as erased_fields,
     case when c.form = 1 then (select c2.position from audit_chain c2
-      where c2.source = c.source and c2.row_id = c.row_id and c2.form = 2 and c2.position > c.position) end as resealed_at
-  from audit_chain c left join audit_seal_salts s on c.form = 2 and s.source = c.source and s.row_id = c.row_id
+      where c2.source = c.source and c2.row_id = c.row_id and c2.form <> 1 and c2.position > c.position) end as resealed_at
+  from audit_chain c left join audit_seal_salts s on c.form <> 1 and s.source = c.source and s.row_id = c.row_id
   where c.position > $1::bigint order by c.position limit $2::int`;
 
 export function describeProblem(p: Problem): string {
   switch (p.kind) {
     case 'edited':
+      if (p.erasure !== undefined) return `${p.source} row ${p.id} (position ${p.position}): ${p.field} is marked erased by erasure ${p.erasure}, whose record does not name it (edited)`;
       return `${p.source} row ${p.id} (position ${p.position}): its content does not match its seal (edited${p.field === undefined ? '' : `: ${p.field} is neither sealed nor erased`})`;
     case 'reordered':
       return `${p.source} row ${p.id} (position ${p.position}): holds the content sealed at position ${p.sealedAt} (reordered)`;
@@ -99,6 +103,7 @@ export async function verifyChain(db: Db, options: { against?: string; batch?: n
     let checkpointAt: number | null = against === GENESIS_HASH ? 0 : null;
     let problem: Problem | null = null;
     const erased = new Map<string, number>();
+    const claims = new ErasureClaims();
     const done = (): Verification => ({
       ok: problem === null, rows: position, head: previous, problem, pending: 0, checkpointAt,
       erased: [...erased].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([reference, rows]) => ({ reference, rows })),
@@ -119,7 +124,7 @@ export async function verifyChain(db: Db, options: { against?: string; batch?: n
           problem = { kind: 'deleted', source: seal.source, id: seal.row_id, position: seal.position };
           break walk;
         }
-        problem = checkRow(seal, seal.row, byHash, erased);
+        problem = checkRow(seal, seal.row, byHash, erased, claims);
         if (problem !== null) break walk;
         const expected = chainHash(previous, seal.position, seal.row_hash);
         if (expected !== seal.chain_hash) {
@@ -134,6 +139,12 @@ export async function verifyChain(db: Db, options: { against?: string; batch?: n
     }
     if (problem !== null) return done();
 
+    const unrecorded = await claims.firstUnrecorded(tx);
+    if (unrecorded !== undefined) {
+      const { source, id, position: at, pointer, erasure } = unrecorded;
+      problem = { kind: 'edited', source, id, position: at, field: pointer, erasure };
+      return done();
+    }
     const inserted = await insertedRow(tx);
     if (inserted) {
       problem = { kind: 'inserted', ...inserted };
@@ -147,21 +158,25 @@ export async function verifyChain(db: Db, options: { against?: string; batch?: n
 }
 
 /**
- * The row against its seal, by the seal's form; counts the references of a form-2 row's erased
- * fields into `erased`. A form-1 row that no longer matches passes when an erasure re-sealed it
- * in form 2 later in the chain: that seal is checked when the walk reaches it.
+ * The row against its seal, by the seal's form; counts the references of its erased fields into
+ * `erased` and keeps them in `claims`, to be found in their erasures' records. A form-1 row that
+ * no longer matches passes when an erasure re-sealed it later in the chain: that seal is checked
+ * when the walk reaches it.
  */
-function checkRow(seal: SealRow, row: Record<string, unknown>, byHash: Map<string, number>, erased: Map<string, number>): Problem | null {
+function checkRow(seal: SealRow, row: Record<string, unknown>, byHash: Map<string, number>, erased: Map<string, number>, claims: ErasureClaims): Problem | null {
   const at = { source: seal.source, id: seal.row_id, position: seal.position };
   let actual: string | null;
   if (seal.form === 1) {
     actual = rowHash(seal.source, row);
     if (actual !== seal.row_hash && seal.resealed_at !== null) return null;
   } else {
-    const f = rowHash2(seal.source, row, seal.salts ?? {}, seal.erased_fields ?? {});
+    const f = rowHashIn(seal.form, seal.source, row, seal.salts ?? {}, seal.erased_fields ?? {});
     if (f.unaccounted !== null) return { kind: 'edited', ...at, field: f.unaccounted };
     actual = f.hash;
-    if (actual === seal.row_hash) for (const reference of f.references) erased.set(reference, (erased.get(reference) ?? 0) + 1);
+    if (actual === seal.row_hash) {
+      for (const reference of new Set(f.used.map((u) => u.reference))) erased.set(reference, (erased.get(reference) ?? 0) + 1);
+      claims.add(at, f.used);
+    }
   }
   if (actual === seal.row_hash) return null;
   const elsewhere = actual === null ? undefined : byHash.get(actual);
