@@ -146,8 +146,9 @@ export const completionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const profile = await request.environment.db.transaction(async (tx) => {
         const locked = await lockDelivery(tx, id);
         if (!locked || locked.kind !== 'user_lookup') throw errors.deliveryNotFound(id);
-        if (body.chat_id !== locked.user_id) throw errors.validation(`body.chat_id must match the lookup target ${locked.user_id}`);
+        // Over first: a lookup an erasure cancelled names the pseudonym now, not the chat id the bot was given.
         if (locked.status === 'failed' || locked.status === 'cancelled') throw errors.disciplineAlreadyCompleted(id, locked.status);
+        if (body.chat_id !== locked.user_id) throw errors.validation(`body.chat_id must match the lookup target ${locked.user_id}`);
         const stored = await upsertChatProfile(tx, body);
         // A retry after a lost answer refreshes the profile; the lookup was already completed once.
         if (locked.status === 'success') return stored;

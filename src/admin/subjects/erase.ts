@@ -4,7 +4,8 @@
 // and admin audit rows through the audit chain's own primitive (erase-sealed.ts). What the
 // organisation decided stays: cases, statuses, punishments and their terms, who on staff did what.
 // Refused, with nothing written, while a punishment against them is in force (409
-// PUNISHMENT_IN_FORCE) or when they are staff (409 SUBJECT_IS_STAFF: docs/decisions.md).
+// PUNISHMENT_IN_FORCE) or when they are staff (409 SUBJECT_IS_STAFF: docs/decisions.md). Their open
+// user lookups are cancelled: capturing their profile afterwards would bring their data back.
 import { pseudonym } from '../../platform/audit-chain/personal-fields.js';
 import type { Tx } from '../../platform/db/types.js';
 import { errors } from '../../platform/errors.js';
@@ -34,6 +35,20 @@ export interface ErasureResult {
   correlation_id: string | null;
 }
 
+/**
+ * Their pending and claimed user lookups, cancelled (the bot's late profile is then refused 409);
+ * their targets already name the pseudonym. Returns how many.
+ */
+async function cancelOpenLookups(tx: Tx, ids: string[]): Promise<number> {
+  const { rowCount } = await tx.query(
+    `update discipline_deliveries set status = 'cancelled', result_note = 'The person was erased (subject erasure): their profile is not captured',
+            completed_at = now(), updated_at = now()
+      where kind = 'user_lookup' and user_id = any($1::text[]) and status in ('pending', 'processing')`,
+    [ids],
+  );
+  return rowCount;
+}
+
 /** Erases everything held about `chatId`; the pseudonym key is the environment's (subject-key.ts). */
 export async function eraseSubject(tx: Tx, key: Buffer, request: ErasureRequest): Promise<ErasureResult> {
   const { chatId } = request;
@@ -42,12 +57,15 @@ export async function eraseSubject(tx: Tx, key: Buffer, request: ErasureRequest)
   await tx.query('select pg_advisory_xact_lock(hashtextextended($1::text, 32))', [`subject:${alias}`]);
   const { rows: staff } = await tx.query('select 1 from agents where chat_id = $1::text', [chatId]);
   if (staff.length > 0) throw errors.conflict(`${chatId} is an agent: staff records are not erased by a subject erasure`, 'SUBJECT_IS_STAFF');
+  const { terms, found } = await findSubjectRows(tx, chatId, { lock: true, pseudonym: alias });
+  // After their rows are locked: a punishment issued while the erasure waited for them is seen here
+  // (checked before, it was erased with the rest, its ban delivered to the pseudonym; issue 39).
   const inForce = await punishmentInForce(tx, [chatId]);
   if (inForce) throw errors.conflict(inForceMessage(inForce), 'PUNISHMENT_IN_FORCE');
-
-  const { terms, found } = await findSubjectRows(tx, chatId, { lock: true, pseudonym: alias });
   const subject: Subject = { chatId, pseudonym: alias, terms };
   const counts = await eraseMutableRows(tx, found, [subject]);
+  const cancelled = await cancelOpenLookups(tx, [chatId, alias]);
+  if (cancelled > 0) counts.user_lookups_cancelled = cancelled;
 
   // The operator's words are kept, but never the chat id they may quote: the record names the pseudonym.
   const reason = request.reason.split(chatId).join(alias);
