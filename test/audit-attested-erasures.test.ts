@@ -41,7 +41,7 @@ describe(`erasures made before their records named their fields, on ${storeName}
     expect(attested).toHaveLength(1);
     expect(attested[0]).toMatchObject({ actor_kind: 'system', target: null });
     expect(attested[0]!.after.fields).toHaveLength(erasedBefore);
-    expect(attested[0]!.after.fields[0]).toEqual([ERASURE.id, expect.stringMatching(/^(events|audit_log)$/), expect.any(Number), expect.stringMatching(/^\//), expect.any(String)]);
+    expect(attested[0]!.after.fields[0]).toEqual([ERASURE.id, ERASURE.reference, expect.stringMatching(/^(events|audit_log)$/), expect.any(Number), expect.stringMatching(/^\//), expect.any(String)]);
     const checkpoint = await sealed();
     expect(checkpoint).toMatchObject({ erased: [{ reference: ERASURE.reference, rows: 4 }] });
 

@@ -13,8 +13,9 @@
 //   row_hash = SHA-256( JCS({"source": <table>, "form": 2, "row": F(row)}) )
 //   F(row)   = the row with each personal leaf (form-2 list) replaced by {"commitment": hex(SHA-256(salt_p || UTF-8(v)))}
 // F does not say which leaves were personal: a stored {"commitment": c} gives the same F. The
-// service never writes an object whose one key is "commitment", so one is an edit here; and so is
-// a staff leaf (STAFF_KEYS) marked erased, which no erasure does.
+// service never writes an object whose one key is "commitment", so one is an edit here. (Its list
+// includes staff's fields, which the release before could erase when they quoted the subject's
+// name: such an erased field verifies by its attested record, like any other.)
 //
 // salt_p is 16 random bytes the sealer drew for p. After an erasure p has no salt: its value must
 // be the erasure marker (or, under a chat-id key, a pseudonym) and the value the erasure recorded
@@ -25,7 +26,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { Tx } from '../db/types.js';
 import type { SealedTable } from './hashes.js';
-import { isErasedValue, isPersonalKey, isStaffKey, JSON_COLUMNS, parsePointer, personalLeaves, type PersonalForm } from './personal-fields.js';
+import { isErasedValue, isPersonalKey, JSON_COLUMNS, parsePointer, personalLeaves, type PersonalForm } from './personal-fields.js';
 
 export type Form = 1 | PersonalForm;
 /** The form the sealer writes, and an erasure re-seals a form-1 row in. */
@@ -84,7 +85,7 @@ export function rowHashIn(form: PersonalForm, source: SealedTable, row: Record<s
     const gone = erased[leaf.pointer];
     if (typeof salt === 'string' && /^[0-9a-f]{32}$/.test(salt)) {
       commitments[leaf.pointer] = commitment(form, salt, leaf.value);
-    } else if (gone !== undefined && !isStaffKey(leaf.key) && isErasedValue(leaf.key, leaf.value) && gone.value === leaf.value && typeof gone.commitment === 'string') {
+    } else if (gone !== undefined && isErasedValue(leaf.key, leaf.value) && gone.value === leaf.value && typeof gone.commitment === 'string') {
       commitments[leaf.pointer] = gone.commitment;
       used.push({ pointer: leaf.pointer, erasure: String(gone.erasure), reference: String(gone.reference), value: leaf.value });
     } else {
