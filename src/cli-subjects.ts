@@ -1,13 +1,14 @@
 // `npm run cli -- subject-export --env <env> --chat-id <id> --out <file>` and `subject-erase --env
 // <env> --chat-id <id> --reason <r> --reference <ref>` (issue 32): what GET /admin/subjects/<id>
 // and POST /admin/subjects/<id>/erase do, for an operator, recorded as actor_kind 'operator'; and
-// `pseudonym-key --env <env>`, the value of <ENV>_PSEUDONYM_KEY (subject-key.ts).
+// `pseudonym-key --env <env>`, the value of <ENV>_PSEUDONYM_KEY (subject-key.ts); with `--adopt`,
+// the configured key becomes the environment's (its fingerprint replaces the recorded one).
 import { randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { pino } from 'pino';
 import { eraseSubject } from './admin/subjects/erase.js';
 import { exportSubject } from './admin/subjects/export.js';
-import { dropLegacyPseudonymSecret, legacyPseudonymSecret, newPseudonymSecret, subjectPseudonymKey } from './admin/subjects/subject-key.js';
+import { configuredPseudonymKey, dropLegacyPseudonymSecret, legacyPseudonymSecret, newPseudonymSecret, recordFingerprint, subjectPseudonymKey } from './admin/subjects/subject-key.js';
 import { ENV_OPTION, parseEnvironment, parseOptions, UsageError } from './cli-options.js';
 import { loadConfig, type EnvironmentName } from './config.js';
 import { migrate } from './platform/db/migrate.js';
@@ -79,8 +80,17 @@ async function subjectEraseCommand(args: string[]): Promise<number> {
  * taken from now on do not hold it); otherwise a new one. Nothing else is written.
  */
 async function pseudonymKeyCommand(args: string[]): Promise<number> {
-  const values = parseOptions(args, ENV_OPTION);
+  const values = parseOptions(args, { ...ENV_OPTION, adopt: { type: 'boolean' } });
   const env = parseEnvironment(values.env);
+  if (values.adopt === true) {
+    const config = loadConfig();
+    return withDb(env, async (db) => {
+      const key = await configuredPseudonymKey({ name: env, config: config.environments[env], dataDir: config.dataDir, db });
+      const fingerprint = await recordFingerprint(db, key, true);
+      console.log(`${env}: the configured pseudonym key is now the environment's (fingerprint ${fingerprint.slice(0, 16)}): people erased before keep the pseudonym they have, and one erased again gets a new one`);
+      return 0;
+    });
+  }
   return withDb(env, async (db) => {
     const legacy = await legacyPseudonymSecret(db);
     console.log(`${env.toUpperCase()}_PSEUDONYM_KEY=${legacy ?? newPseudonymSecret()}`);

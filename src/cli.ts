@@ -29,9 +29,10 @@ Commands:
   subject-erase --env production|demo --chat-id <id> --reason <why> --reference <ref>
       erase a person's personal data everywhere, in one transaction; refused while a punishment
       against them is in force
-  pseudonym-key --env production|demo
+  pseudonym-key --env production|demo [--adopt]
       print the <ENV>_PSEUDONYM_KEY line to set: the key an earlier release kept in the database
-      (then deleted from it), else a new one`;
+      (then deleted from it), else a new one; --adopt: make the configured key the environment's
+      (erasures under another key are refused with 503 PSEUDONYM_KEY_MISMATCH)`;
 
 type Command = (args: string[]) => Promise<number>;
 const setup = async () => (await import('./cli-setup.js')).SETUP_COMMANDS;

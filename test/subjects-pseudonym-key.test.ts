@@ -8,7 +8,7 @@ import { mkdtemp, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pseudonymKeyFile, subjectPseudonymKey } from '../src/admin/subjects/subject-key.js';
+import { configuredPseudonymKey, pseudonymKeyFile, recordFingerprint } from '../src/admin/subjects/subject-key.js';
 import { pseudonym, pseudonymKey } from '../src/platform/audit-chain/personal-fields.js';
 import { admin } from './helpers/admin.js';
 import { createTestApp, silentLog, testConfig, type TestApp } from './helpers/app.js';
@@ -50,24 +50,25 @@ describe(`the pseudonym key on ${storeName}`, () => {
     const source = { name: 'production' as const, config: { pseudonymKey: undefined, databaseUrl: undefined }, dataDir, db: t.db.production };
     // What an earlier release kept in signing_keys (the tampering-free way to have it: its own insert).
     await t.db.production.query("insert into signing_keys (purpose, secret) values ('subject_pseudonym', $1::text)", [LEGACY]);
-    const moved = await subjectPseudonymKey(source);
+    // Which key an instance has (the database's fingerprint of it: test/subjects-key-fingerprint.test.ts).
+    const moved = await configuredPseudonymKey(source);
     expect(moved).toEqual(pseudonymKey(LEGACY));
     expect(await legacyRows()).toEqual([]);
     const path = pseudonymKeyFile(dataDir, 'production');
     expect(path).toBe(join(dataDir, 'production.pseudonym-key'));
     expect((await readFile(path, 'utf8')).trim()).toBe(LEGACY);
     expect((await stat(path)).mode & 0o777).toBe(0o600);
-    expect(await subjectPseudonymKey(source)).toEqual(moved);
+    expect(await configuredPseudonymKey(source)).toEqual(moved);
     // A new folder with nothing kept: a new key, written once.
     const fresh = { ...source, dataDir: await mkdtemp(join(SCRATCH, 'pk-')) };
-    const made = await subjectPseudonymKey(fresh);
+    const made = await configuredPseudonymKey(fresh);
     expect(made).not.toEqual(moved);
-    expect(await subjectPseudonymKey(fresh)).toEqual(made);
+    expect(await configuredPseudonymKey(fresh)).toEqual(made);
   });
 
   it('the variable wins wherever it is set', async () => {
     const source = { name: 'demo' as const, config: { pseudonymKey: 'the-operators-own-pseudonym-key-0123456789', databaseUrl: 'postgres://db.example/cms' }, dataDir: ':memory:', db: t.db.demo };
-    expect(await subjectPseudonymKey(source)).toEqual(pseudonymKey('the-operators-own-pseudonym-key-0123456789'));
+    expect(await configuredPseudonymKey(source)).toEqual(pseudonymKey('the-operators-own-pseudonym-key-0123456789'));
   });
 
   it.runIf(storeName === 'postgres')('on PostgreSQL without PRODUCTION_PSEUDONYM_KEY: 503 NOT_CONFIGURED and nothing written; with it, pseudonyms under that key', async () => {
@@ -87,6 +88,9 @@ describe(`the pseudonym key on ${storeName}`, () => {
       // Signing in the director wrote its own rows; nothing of the person changed.
       expect(after.reports).toEqual(before.reports);
       expect(after.subject_erasures).toEqual(before.subject_erasures);
+      // The operator gives this database the key (an earlier test erased under the suite's own):
+      // `cli pseudonym-key --adopt`, the way test/subjects-key-fingerprint.test.ts checks.
+      await recordFingerprint(t.db.production, pseudonymKey('the-operators-own-pseudonym-key-0123456789'), true);
       const done = await erase(keyed, person, await admin(keyed));
       expect(done.statusCode, done.body).toBe(200);
       expect(done.json().pseudonym).toBe(pseudonym(pseudonymKey('the-operators-own-pseudonym-key-0123456789'), person));

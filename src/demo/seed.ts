@@ -162,7 +162,11 @@ export const RESET_TABLES: readonly { table: string; where?: string }[] = [
 // whose position its caller gets, so no position may go back.
 // signing_keys are the environment's own secrets, held in memory by every instance: a new one
 // would refuse the sign-ins under way.
-export const PRESERVED_TABLES: readonly string[] = ['schema_migrations', 'sessions', 'report_counts', 'health_state', 'realtime_outbox', 'audit_chain_state', 'read_positions', 'signing_keys'];
+// pseudonym_key_fingerprint is the fingerprint of the key every instance erases under, which a
+// reset does not change (the key lives outside the database).
+export const PRESERVED_TABLES: readonly string[] = [
+  'schema_migrations', 'sessions', 'report_counts', 'health_state', 'realtime_outbox', 'audit_chain_state', 'read_positions', 'signing_keys', 'pseudonym_key_fingerprint',
+];
 
 // Seeding and resetting take one advisory lock: two instances starting together, or two resets
 // at once, run one after the other instead of deadlocking on each other's rows.

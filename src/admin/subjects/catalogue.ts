@@ -188,6 +188,7 @@ export const NO_PERSONAL_DATA: Readonly<Record<string, string>> = {
   audit_seal_salts: 'random salts and commitments of sealed personal fields, never the values',
   subject_erasures: 'an erasure names the person by pseudonym only',
   case_erasures: "a retention erasure names the case and counts rows, never a person",
+  pseudonym_key_fingerprint: "an HMAC of a constant under the environment's pseudonym key: nothing of a person",
 };
 
 /** The kinds of the export document, in order. */

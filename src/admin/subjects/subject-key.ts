@@ -10,7 +10,10 @@
 // A key an earlier release kept in signing_keys moves out at its first use on the embedded store
 // (into the file, the row deleted); on PostgreSQL `npm run cli -- pseudonym-key` prints it for the
 // variable and deletes the row (cli-subjects.ts), so pseudonyms stay what they were.
-import { randomBytes } from 'node:crypto';
+// Every instance of an environment must use the same key: the database keeps the key's fingerprint
+// from the first erasure on, and an instance whose key does not match is refused (503
+// PSEUDONYM_KEY_MISMATCH) rather than give the same person a second pseudonym.
+import { createHmac, randomBytes } from 'node:crypto';
 import { link, readFile, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { EnvironmentConfig, EnvironmentName } from '../../config.js';
@@ -90,8 +93,11 @@ async function embeddedSecret(source: PseudonymKeySource): Promise<string> {
   return secret;
 }
 
-/** The environment's pseudonym key; read before the erasure's transaction. */
-export async function subjectPseudonymKey(source: PseudonymKeySource): Promise<Buffer> {
+/** The key's fingerprint: an HMAC of a constant, which tells nothing of the key or of any chat id. */
+export const keyFingerprint = (key: Buffer) => createHmac('sha256', key).update('pseudonym-key-fingerprint').digest('hex');
+
+/** The configured key, without comparing it with the database's fingerprint. */
+export async function configuredPseudonymKey(source: PseudonymKeySource): Promise<Buffer> {
   if (source.config.pseudonymKey !== undefined) {
     // The operator's key is the one: a key an earlier release kept in the database goes, so that
     // backups taken from now on do not hold it (the pseudonyms made under it stay as they are).
@@ -100,6 +106,32 @@ export async function subjectPseudonymKey(source: PseudonymKeySource): Promise<B
   }
   if (source.config.databaseUrl !== undefined) throw errors.notConfigured(`${source.name.toUpperCase()}_PSEUDONYM_KEY`);
   return pseudonymKey(await embeddedSecret(source));
+}
+
+/** Records the key's fingerprint when none is, or replaces it (`adopt`); returns the one recorded. */
+export async function recordFingerprint(db: Queryable, key: Buffer, adopt = false): Promise<string> {
+  const { rows } = await db.query<{ fingerprint: string }>(
+    `insert into pseudonym_key_fingerprint (fingerprint) values ($1::text)
+     on conflict (singleton) do update set fingerprint = case when $2::boolean then excluded.fingerprint else pseudonym_key_fingerprint.fingerprint end,
+       created_at = case when $2::boolean then now() else pseudonym_key_fingerprint.created_at end
+     returning fingerprint`,
+    [keyFingerprint(key), adopt],
+  );
+  return rows[0]!.fingerprint;
+}
+
+/** The environment's pseudonym key, the one its earlier erasures used; read before the erasure's transaction. */
+export async function subjectPseudonymKey(source: PseudonymKeySource): Promise<Buffer> {
+  const key = await configuredPseudonymKey(source);
+  if ((await recordFingerprint(source.db, key)) !== keyFingerprint(key)) {
+    throw new AppError(
+      503,
+      `This instance's pseudonym key is not the one ${source.name}'s earlier erasures used: its people would get a second pseudonym. ` +
+        `Give every instance the same ${source.name.toUpperCase()}_PSEUDONYM_KEY (or, embedded, the same key file); to change the key on purpose: npm run cli -- pseudonym-key --env ${source.name} --adopt`,
+      'PSEUDONYM_KEY_MISMATCH',
+    );
+  }
+  return key;
 }
 
 /** The key of a running environment. */
