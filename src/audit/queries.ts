@@ -253,16 +253,18 @@ async function pageOfCandidates(db: Queryable, filter: AuditFilter, where: Where
  * the first matches in any order up to the cap and a quarter more, and only they are probed.
  * Counted in one statement with the probes, the anti-joins' estimates made the planner read a
  * common word's whole trigram posting list (170,000 rows, 40 ms at a million events) where a
- * scan stops at the cap's thousandth match (4 ms). Exact when the candidates were every match or
- * hold more than the cap's visible rows; otherwise undefined, and the caller counts in one statement.
+ * scan stops at the cap's thousandth match (4 ms). The candidates are a subquery with a limit,
+ * which the planner keeps apart as a materialized CTE was kept, without copying their columns
+ * (before, after and data) into a tuplestore first: the probes run as a filter of the one count.
+ * Exact when the candidates were every match or hold more than the cap's visible rows; otherwise
+ * undefined, and the caller counts in one statement.
  */
 async function countOfCandidates(db: Queryable, where: Where): Promise<number | undefined> {
   const cap = AUDIT_TOTAL_CAP + 1;
   const size = cap + Math.ceil(cap / 4) + 20;
   const { rows } = await db.query<{ visible: number; candidates: number }>(
-    `with candidates as materialized (select type, report_id, actor_name, before, after, data from events ${whereOf(where.match)} limit $${where.values.length + 1}::int)
-     select (select count(*) from (select 1 from candidates events ${whereOf(where.hide)} limit ${cap}) shown)::int as visible,
-            (select count(*) from candidates)::int as candidates`,
+    `select count(*) filter (where ${where.hide.join(' and ')})::int as visible, count(*)::int as candidates
+       from (select type, report_id, actor_name, before, after, data from events ${whereOf(where.match)} limit $${where.values.length + 1}::int) events`,
     [...where.values, size],
   );
   const { visible = 0, candidates = 0 } = rows[0] ?? {};
