@@ -11,6 +11,7 @@ import { exportSubject } from './admin/subjects/export.js';
 import { configuredPseudonymKey, dropLegacyPseudonymSecret, legacyPseudonymSecret, newPseudonymSecret, recordFingerprint, subjectPseudonymKey } from './admin/subjects/subject-key.js';
 import { ENV_OPTION, parseEnvironment, parseOptions, UsageError } from './cli-options.js';
 import { loadConfig, type EnvironmentName } from './config.js';
+import { pseudonymKey } from './platform/audit-chain/personal-fields.js';
 import { migrate } from './platform/db/migrate.js';
 import type { Db } from './platform/db/types.js';
 import { defaultOpenDb } from './platform/environments.js';
@@ -87,6 +88,8 @@ async function pseudonymKeyCommand(args: string[]): Promise<number> {
     return withDb(env, async (db) => {
       const key = await configuredPseudonymKey({ name: env, config: config.environments[env], dataDir: config.dataDir, db });
       const fingerprint = await recordFingerprint(db, key, true);
+      // An earlier release's key, if it is still in the database, is no longer the environment's.
+      await dropLegacyPseudonymSecret(db);
       console.log(`${env}: the configured pseudonym key is now the environment's (fingerprint ${fingerprint.slice(0, 16)}): people erased before keep the pseudonym they have, and one erased again gets a new one`);
       return 0;
     });
@@ -95,6 +98,8 @@ async function pseudonymKeyCommand(args: string[]): Promise<number> {
     const legacy = await legacyPseudonymSecret(db);
     console.log(`${env.toUpperCase()}_PSEUDONYM_KEY=${legacy ?? newPseudonymSecret()}`);
     if (legacy !== undefined) {
+      // The key the pseudonyms so far were made under: an instance given another one is refused.
+      await recordFingerprint(db, pseudonymKey(legacy));
       await dropLegacyPseudonymSecret(db);
       console.error(`${env}: the key an earlier release kept in the database is printed above and deleted from it: set the variable before the next erasure`);
     }

@@ -2,9 +2,13 @@
 // key's fingerprint, and an instance whose key differs is refused 503 PSEUDONYM_KEY_MISMATCH with
 // nothing written, rather than give the same person a second pseudonym; `pseudonym-key --adopt`
 // makes the configured key the environment's on purpose. The other instance is the service's own
-// key path (subjectPseudonymKey) on the same database with another <ENV>_PSEUDONYM_KEY.
+// key path (subjectPseudonymKey) on the same database with another <ENV>_PSEUDONYM_KEY. And on the
+// upgrade from a release that kept its key in the database, an instance given another key is
+// refused too, the earlier key kept (found by the second review: it was adopted, the earlier one
+// deleted for good).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyFingerprint, recordFingerprint, subjectPseudonymKey } from '../src/admin/subjects/subject-key.js';
+import { createTestDatabase } from './helpers/stores.js';
 import { pseudonymKey } from '../src/platform/audit-chain/personal-fields.js';
 import { admin } from './helpers/admin.js';
 import { createTestApp, type TestApp } from './helpers/app.js';
@@ -61,5 +65,25 @@ describe(`the pseudonym key's fingerprint on ${storeName}`, () => {
     expect(await rows('select count(*)::int as n from subject_erasures')).toEqual(erasures);
     // The other key is the environment's now: that instance passes.
     expect(keyFingerprint(await otherInstance())).toBe(keyFingerprint(pseudonymKey(OTHER_KEY)));
+  });
+
+  it("on the upgrade from a release that kept its key in the database, another configured key is refused and the earlier key kept", async () => {
+    const LEGACY = 'the-key-the-release-before-kept-in-signing-keys-0123';
+    const d = await createTestDatabase();
+    try {
+      const q = async (sql: string) => (await d.db.query<Record<string, unknown>>(sql)).rows;
+      // What the release before left: its key in signing_keys (its erasures made their pseudonyms under it).
+      await d.db.query("insert into signing_keys (purpose, secret) values ('subject_pseudonym', $1::text)", [LEGACY]);
+      const instance = (configured: string) =>
+        subjectPseudonymKey({ name: 'production', config: { pseudonymKey: configured, databaseUrl: 'postgres://db/x' }, dataDir: ':memory:', db: d.db });
+      await expect(instance(OTHER_KEY)).rejects.toMatchObject({ statusCode: 503, code: 'PSEUDONYM_KEY_MISMATCH' });
+      expect(await q("select secret from signing_keys where purpose = 'subject_pseudonym'")).toEqual([{ secret: LEGACY }]);
+      expect(await q('select fingerprint from pseudonym_key_fingerprint')).toEqual([{ fingerprint: keyFingerprint(pseudonymKey(LEGACY)) }]);
+      // Given the earlier key (the line `cli pseudonym-key` prints), the instance erases under it and the database forgets it.
+      expect(keyFingerprint(await instance(LEGACY))).toBe(keyFingerprint(pseudonymKey(LEGACY)));
+      expect(await q("select secret from signing_keys where purpose = 'subject_pseudonym'")).toEqual([]);
+    } finally {
+      await d.drop();
+    }
   });
 });

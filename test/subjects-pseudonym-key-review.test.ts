@@ -45,9 +45,11 @@ describe(`the pseudonym key against careless operators, as reviewed, on ${storeN
     expect(keys.map((k) => k.equals(inFile))).toEqual(keys.map(() => true));
   });
 
-  it("with the variable set, an earlier release's key does not stay in the database (and its backups)", async () => {
-    // An instance with the variable; on PostgreSQL as deployed, on the database of this file's app.
-    const env = { PRODUCTION_PSEUDONYM_KEY: 'the-operators-own-pseudonym-key-0123456789', ...(storeName === 'postgres' ? { PRODUCTION_DATABASE_URL: t.urls.production! } : {}) };
+  it("with the variable set to it, an earlier release's key does not stay in the database (and its backups)", async () => {
+    // An instance with the variable set to the earlier release's key (the line `cli pseudonym-key`
+    // prints; another key is refused while that one is there: subjects-key-fingerprint.test.ts);
+    // on PostgreSQL as deployed, on the database of this file's app.
+    const env = { PRODUCTION_PSEUDONYM_KEY: LEGACY, ...(storeName === 'postgres' ? { PRODUCTION_DATABASE_URL: t.urls.production! } : {}) };
     const keyed = await createTestApp({ env, ...(storeName === 'postgres' ? { openDb: { production: defaultOpenDb(testConfig(env), silentLog) } } : {}) });
     const db = keyed.db.production;
     try {

@@ -2,6 +2,7 @@
 // Discipline delivery item): the bot's pickup, the dashboard's view of the queue, user lookups and
 // requeues. The bot's completions are in completion.ts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { isPseudonym } from '../platform/audit-chain/personal-fields.js';
 import { recordAudit } from '../platform/audit.js';
 import { assertMaySeeReport, punishmentFlagged } from '../platform/auth/report-access.js';
 import { errors } from '../platform/errors.js';
@@ -86,6 +87,9 @@ export const disciplineRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const userId = request.body.user_id;
+      // A pseudonym names an erased person, never a chat account: the bot would look it up, and a
+      // profile it stored under it would show with the erased person's cases (issue 39, review).
+      if (isPseudonym(userId)) throw errors.validation(`body.user_id ${userId} is the pseudonym of an erased person, not a chat id`);
       const actor = actorOf(request);
       const lookup = await request.environment.db.transaction(async (tx) => {
         // The partial unique index decides between concurrent requests: the loser inserts nothing.

@@ -36,14 +36,15 @@ export interface ErasureResult {
 }
 
 /**
- * Their pending and claimed user lookups, cancelled (the bot's late profile is then refused 409);
- * their targets already name the pseudonym. Returns how many.
+ * Their pending, claimed and failed user lookups, cancelled (the bot's late profile is then refused
+ * 409, and a failed one can no longer be requeued to send the bot after the pseudonym); their
+ * targets already name the pseudonym. Returns how many.
  */
 async function cancelOpenLookups(tx: Tx, ids: string[]): Promise<number> {
   const { rowCount } = await tx.query(
     `update discipline_deliveries set status = 'cancelled', result_note = 'The person was erased (subject erasure): their profile is not captured',
             completed_at = now(), updated_at = now()
-      where kind = 'user_lookup' and user_id = any($1::text[]) and status in ('pending', 'processing')`,
+      where kind = 'user_lookup' and user_id = any($1::text[]) and status in ('pending', 'processing', 'failed')`,
     [ids],
   );
   return rowCount;
@@ -57,6 +58,13 @@ export async function eraseSubject(tx: Tx, key: Buffer, request: ErasureRequest)
   await tx.query('select pg_advisory_xact_lock(hashtextextended($1::text, 32))', [`subject:${alias}`]);
   const { rows: staff } = await tx.query('select 1 from agents where chat_id = $1::text', [chatId]);
   if (staff.length > 0) throw errors.conflict(`${chatId} is an agent: staff records are not erased by a subject erasure`, 'SUBJECT_IS_STAFF');
+  // Their open lookups first: the bot's profile delivery locks its lookup before it stores the
+  // profile, so one under way commits before the rows are read (and is erased), or finds the
+  // lookup cancelled (409). Read after chat_profiles, it could commit unseen (issue 39, review).
+  await tx.query(
+    `select 1 from discipline_deliveries where kind = 'user_lookup' and user_id = $1::text and status in ('pending', 'processing', 'failed') order by item_id for update`,
+    [chatId],
+  );
   const { terms, found } = await findSubjectRows(tx, chatId, { lock: true, pseudonym: alias });
   // After their rows are locked: a punishment issued while the erasure waited for them is seen here
   // (checked before, it was erased with the rest, its ban delivered to the pseudonym; issue 39).

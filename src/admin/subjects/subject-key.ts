@@ -99,10 +99,17 @@ export const keyFingerprint = (key: Buffer) => createHmac('sha256', key).update(
 /** The configured key, without comparing it with the database's fingerprint. */
 export async function configuredPseudonymKey(source: PseudonymKeySource): Promise<Buffer> {
   if (source.config.pseudonymKey !== undefined) {
-    // The operator's key is the one: a key an earlier release kept in the database goes, so that
-    // backups taken from now on do not hold it (the pseudonyms made under it stay as they are).
-    await dropLegacyPseudonymSecret(source.db);
-    return pseudonymKey(source.config.pseudonymKey);
+    // A key an earlier release kept in the database made the pseudonyms so far: its fingerprint is
+    // recorded first, so that a different configured key is refused rather than silently adopted
+    // (issue 39, review). The same key goes from the database, so that backups taken from now on
+    // do not hold it; a different one stays until the operator settles which key is theirs.
+    const configured = pseudonymKey(source.config.pseudonymKey);
+    const legacy = await legacyPseudonymSecret(source.db);
+    if (legacy !== undefined) {
+      await recordFingerprint(source.db, pseudonymKey(legacy));
+      if (keyFingerprint(pseudonymKey(legacy)) === keyFingerprint(configured)) await dropLegacyPseudonymSecret(source.db);
+    }
+    return configured;
   }
   if (source.config.databaseUrl !== undefined) throw errors.notConfigured(`${source.name.toUpperCase()}_PSEUDONYM_KEY`);
   return pseudonymKey(await embeddedSecret(source));
@@ -127,7 +134,8 @@ export async function subjectPseudonymKey(source: PseudonymKeySource): Promise<B
     throw new AppError(
       503,
       `This instance's pseudonym key is not the one ${source.name}'s earlier erasures used: its people would get a second pseudonym. ` +
-        `Give every instance the same ${source.name.toUpperCase()}_PSEUDONYM_KEY (or, embedded, the same key file); to change the key on purpose: npm run cli -- pseudonym-key --env ${source.name} --adopt`,
+        `Give every instance the same ${source.name.toUpperCase()}_PSEUDONYM_KEY (or, embedded, the same key file; npm run cli -- pseudonym-key --env ${source.name} prints a key an earlier release kept in the database); ` +
+        `to change the key on purpose: npm run cli -- pseudonym-key --env ${source.name} --adopt`,
       'PSEUDONYM_KEY_MISMATCH',
     );
   }
