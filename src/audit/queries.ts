@@ -78,8 +78,12 @@ interface Where {
   values: unknown[];
 }
 
-/** A user lookup's event, and who asked for the lookup (a lookup's events are the bot's). */
-const IS_LOOKUP = "data ->> 'kind' = 'user_lookup'";
+/**
+ * A user lookup's event, and who asked for the lookup (a lookup's events are the bot's). False,
+ * never null, for an event without a kind (most of them): `null and (select ...)` has to run the
+ * subquery to decide, a probe of discipline_deliveries for every row of a search.
+ */
+const IS_LOOKUP = "coalesce(data ->> 'kind' = 'user_lookup', false)";
 const LOOKUP_ASKER = `(select dd.requested_by from discipline_deliveries dd where dd.item_id = (data ->> 'item_id')::bigint)`;
 /** The data column as the caller is shown it: a lookup's without its person unless they asked for it. */
 const shownDataSql = (principal: Principal | null) => shownLookupSql(principal, IS_LOOKUP, LOOKUP_ASKER, 'data', "data - 'user_id'");
