@@ -8,9 +8,12 @@
 // is PostgreSQL's to_jsonb of the whole row, every column the service wrote, read with the session
 // time zone UTC; left out are the generated events.search_text and sealing_tx, the sealer's
 // bookkeeping (a sealed row's place is its position; seal.ts rebases sealing_tx after a move to
-// another server). The first seal's previous chain_hash is 32 zero bytes. Hashes travel as
-// lowercase hex. jsonb numbers are read as JavaScript numbers: digits past double precision are
-// not covered (the service writes none; ids and chat ids are text).
+// another server), and events.report_flagged, a column no release has yet: reserved so that a
+// later release can keep each event's current report flag on the event (issue 38: the visibility
+// model's per-row probes) while this one, serving beside it during the upgrade, seals the same.
+// The first seal's previous chain_hash is 32 zero bytes. Hashes travel as lowercase hex. jsonb
+// numbers are read as JavaScript numbers: digits past double precision are not covered (the
+// service writes none; ids and chat ids are text).
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 
@@ -30,7 +33,7 @@ export interface ChainHead {
 /** The row's content as sealed: one expression per table, aliased `r` in the FROM clause. */
 export const ROW_JSON: Record<SealedTable, string> = {
   audit_log: "to_jsonb(r) - 'sealing_tx'",
-  events: "to_jsonb(r) - 'search_text' - 'sealing_tx'",
+  events: "to_jsonb(r) - 'search_text' - 'sealing_tx' - 'report_flagged'",
 };
 
 /** Sealer and verifier read timestamps in the same zone, whatever the server's default. */
