@@ -56,6 +56,9 @@ type HostedClient = pg.PoolClient & { [HOST]?: number };
  */
 export const JIT_OFF = '-c jit=off';
 
+/** A pooler's refusal of the startup option (PgBouncer: "unsupported startup parameter: options"). */
+const refusesStartupOption = (err: unknown) => /unsupported startup parameter: options/i.test(String((err as Error | undefined)?.message));
+
 export function openPostgres(options: PostgresOptions): Db {
   const max = options.max ?? 10;
   const turns = new Turns(max);
@@ -68,11 +71,18 @@ export function openPostgres(options: PostgresOptions): Db {
   const order = new HostOrder(target.urls.length);
   /** The host the pool's next new client connects to (set by checkout just before pool.connect). */
   let nextHost = 0;
+  /**
+   * Whether new connections send JIT_OFF: not through a pooler the configuration names
+   * (<ENV>_DATABASE_DIRECT_URL), and not once a server refused it: a URL that is a pooler without
+   * saying so (a replica's behind PgBouncer, issue 40) would otherwise never connect at all. The
+   * refused connection fails; the next one is made without the option.
+   */
+  let sendJitOff = !pooled;
   class HostClient extends pg.Client {
     readonly [HOST]: number;
     constructor(config?: pg.ClientConfig) {
       const host = nextHost;
-      super({ ...config, connectionString: target.urls[host] });
+      super({ ...config, connectionString: target.urls[host], ...(sendJitOff ? { options: JIT_OFF } : {}) });
       this[HOST] = host;
     }
 
@@ -81,15 +91,16 @@ export function openPostgres(options: PostgresOptions): Db {
       if (!callback) return super.connect();
       return super.connect((err: Error) => {
         if (err) (err as Error & { [HOST]?: number })[HOST] = this[HOST];
+        if (err && refusesStartupOption(err)) sendJitOff = false;
         callback(err);
       });
     }
   }
   const pool = new pg.Pool({
     connectionString: target.urls[0],
+    Client: HostClient,
     ...(choosing
       ? {
-          Client: HostClient,
           // Once per new connection: is this server the kind wanted? If not, the connection is
           // closed and checkout tries the next host.
           onConnect: async (client: pg.ClientBase) => {
@@ -100,7 +111,6 @@ export function openPostgres(options: PostgresOptions): Db {
       : {}),
     max,
     application_name: options.applicationName ?? 'case-management-service',
-    ...(pooled ? {} : { options: JIT_OFF }),
     ...(options.connectionTimeoutMillis ? { connectionTimeoutMillis: options.connectionTimeoutMillis } : {}),
     types,
   });
