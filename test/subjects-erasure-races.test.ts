@@ -5,7 +5,8 @@
 //     waited survived it (PostgreSQL). The erasure now locks the person's lookups first.
 //   - after an erasure, the pseudonym was the bot's target: a failed lookup of the person, which
 //     now names the pseudonym, could be requeued and handed out, and a lookup could be asked for a
-//     pseudonym. The erasure cancels failed lookups too; a pseudonym is refused 400 as a target.
+//     pseudonym. The erasure cancels failed lookups too; a pseudonym is refused 400 as a target,
+//     of a lookup and of a punishment (whose delivery, and lookup, would send the bot after it).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admin } from './helpers/admin.js';
 import { createTestApp, type TestApp } from './helpers/app.js';
@@ -109,5 +110,19 @@ describe(`after an erasure, the pseudonym is never the bot's target, on ${storeN
       ask: asked.statusCode,
       profilesUnderPseudonym: (await t.db.production.query('select chat_id from chat_profiles where chat_id = $1::text', [alias])).rows.length,
     }).toEqual({ requeue: 409, handedOut: null, profile: 409, ask: 400, profilesUnderPseudonym: 0 });
+  });
+
+  it('a punishment issued against a pseudonym is refused 400, nothing written', async () => {
+    const person = chatId();
+    await t.app.inject({ method: 'POST', url: '/reports/create', headers: key, payload: { report_id: `RACEQ-${process.pid}-${++n}`, reporter: chatId(), reported: person, reason: 'Spam', notes: 'n', evidence: 'e' } });
+    const erased = await t.app.inject({ method: 'POST', url: `/admin/subjects/${person}/erase`, headers: director.headers, payload: { reason: 'Asked', reference: `GDPR-RACEQ-${++n}` } });
+    expect(erased.statusCode, erased.body).toBe(200);
+    const alias: string = erased.json().pseudonym;
+    const count = async (sql: string) => (await t.db.production.query<{ n: number }>(sql, [alias])).rows[0]!.n;
+    const before = [await count('select count(*)::int as n from punishments where user_id = $1::text'), await count('select count(*)::int as n from discipline_deliveries where user_id = $1::text')];
+    const res = await t.app.inject({ method: 'POST', url: '/punishments', headers: manager.headers, payload: { user_id: alias, reason: 'Harassment', duration: '7d' } });
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json()).toEqual({ success: false, error: `body.user_id ${alias} is the pseudonym of an erased person, not a chat id`, code: 'VALIDATION_ERROR' });
+    expect([await count('select count(*)::int as n from punishments where user_id = $1::text'), await count('select count(*)::int as n from discipline_deliveries where user_id = $1::text')]).toEqual(before);
   });
 });

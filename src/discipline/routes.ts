@@ -89,7 +89,7 @@ export const disciplineRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const userId = request.body.user_id;
       // A pseudonym names an erased person, never a chat account: the bot would look it up, and a
       // profile it stored under it would show with the erased person's cases (issue 39, review).
-      if (isPseudonym(userId)) throw errors.validation(`body.user_id ${userId} is the pseudonym of an erased person, not a chat id`);
+      if (isPseudonym(userId)) throw errors.pseudonymTarget('body.user_id', userId);
       const actor = actorOf(request);
       const lookup = await request.environment.db.transaction(async (tx) => {
         // The partial unique index decides between concurrent requests: the loser inserts nothing.

@@ -29,6 +29,8 @@ export class AppError extends Error {
 
 export const errors = {
   validation: (message: string) => new AppError(400, message, 'VALIDATION_ERROR'),
+  /** A pseudonym names an erased person, never a chat account: the bot must never be sent after one (issue 39). */
+  pseudonymTarget: (field: string, value: string) => new AppError(400, `${field} ${value} is the pseudonym of an erased person, not a chat id`, 'VALIDATION_ERROR'),
   bodyRequired: () => new AppError(400, 'body is required: this operation takes a JSON object', 'VALIDATION_ERROR'),
   badRequest: (message: string, code = 'BAD_REQUEST') => new AppError(400, message, code),
   badUrl: () => new AppError(400, 'The URL has malformed percent-encoding', 'BAD_URL'),

@@ -3,6 +3,7 @@
 // where the chat platform must hear of it, its discipline delivery.
 import type { FastifyRequest } from 'fastify';
 import { enqueueDelivery, enqueueIssueDeliveries } from '../discipline/queries.js';
+import { isPseudonym } from '../platform/audit-chain/personal-fields.js';
 import { recordAudit } from '../platform/audit.js';
 import { sessionAgent } from '../platform/auth/guards.js';
 import { assertMaySeeReport, punishmentFlagged } from '../platform/auth/report-access.js';
@@ -75,6 +76,8 @@ async function citesSupervisorReport(tx: Tx, reportIds: (string | null)[]): Prom
 /** Issues a punishment; returns it as the caller sees it. */
 export async function issuePunishment(request: FastifyRequest, body: CreatePunishmentBody): Promise<Punishment> {
   const agent = sessionAgent(request);
+  // Its delivery would send the bot after the pseudonym, and its lookup with it.
+  if (isPseudonym(body.user_id)) throw errors.pseudonymTarget('body.user_id', body.user_id);
   assertSettableStatus(body.status);
   assertFutureExpiry(body.expires_at);
   assertPositiveDuration(body.duration);
