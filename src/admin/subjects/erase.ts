@@ -35,6 +35,9 @@ export interface ErasureResult {
   correlation_id: string | null;
 }
 
+/** A user lookup the erasure ends: pending, with the bot, or failed (and so requeueable). */
+const OPEN_LOOKUP = "kind = 'user_lookup' and status in ('pending', 'processing', 'failed')";
+
 /**
  * Their pending, claimed and failed user lookups, cancelled (the bot's late profile is then refused
  * 409, and a failed one can no longer be requeued to send the bot after the pseudonym); their
@@ -44,7 +47,7 @@ async function cancelOpenLookups(tx: Tx, ids: string[]): Promise<number> {
   const { rowCount } = await tx.query(
     `update discipline_deliveries set status = 'cancelled', result_note = 'The person was erased (subject erasure): their profile is not captured',
             completed_at = now(), updated_at = now()
-      where kind = 'user_lookup' and user_id = any($1::text[]) and status in ('pending', 'processing', 'failed')`,
+      where ${OPEN_LOOKUP} and user_id = any($1::text[])`,
     [ids],
   );
   return rowCount;
@@ -62,7 +65,7 @@ export async function eraseSubject(tx: Tx, key: Buffer, request: ErasureRequest)
   // profile, so one under way commits before the rows are read (and is erased), or finds the
   // lookup cancelled (409). Read after chat_profiles, it could commit unseen (issue 39, review).
   await tx.query(
-    `select 1 from discipline_deliveries where kind = 'user_lookup' and user_id = $1::text and status in ('pending', 'processing', 'failed') order by item_id for update`,
+    `select 1 from discipline_deliveries where ${OPEN_LOOKUP} and user_id = $1::text order by item_id for update`,
     [chatId],
   );
   const { terms, found } = await findSubjectRows(tx, chatId, { lock: true, pseudonym: alias });

@@ -107,7 +107,7 @@ export async function configuredPseudonymKey(source: PseudonymKeySource): Promis
     const legacy = await legacyPseudonymSecret(source.db);
     if (legacy !== undefined) {
       await recordFingerprint(source.db, pseudonymKey(legacy));
-      if (keyFingerprint(pseudonymKey(legacy)) === keyFingerprint(configured)) await dropLegacyPseudonymSecret(source.db);
+      if (pseudonymKey(legacy).equals(configured)) await dropLegacyPseudonymSecret(source.db);
     }
     return configured;
   }
@@ -115,14 +115,18 @@ export async function configuredPseudonymKey(source: PseudonymKeySource): Promis
   return pseudonymKey(await embeddedSecret(source));
 }
 
-/** Records the key's fingerprint when none is, or replaces it (`adopt`); returns the one recorded. */
+/**
+ * Records the key's fingerprint when none is, or replaces it (`adopt`); returns the one recorded.
+ * Otherwise the row is only read: every erasure asks, and none of them rewrites it.
+ */
 export async function recordFingerprint(db: Queryable, key: Buffer, adopt = false): Promise<string> {
   const { rows } = await db.query<{ fingerprint: string }>(
-    `insert into pseudonym_key_fingerprint (fingerprint) values ($1::text)
-     on conflict (singleton) do update set fingerprint = case when $2::boolean then excluded.fingerprint else pseudonym_key_fingerprint.fingerprint end,
-       created_at = case when $2::boolean then now() else pseudonym_key_fingerprint.created_at end
-     returning fingerprint`,
-    [keyFingerprint(key), adopt],
+    adopt
+      ? `insert into pseudonym_key_fingerprint (fingerprint) values ($1::text)
+         on conflict (singleton) do update set fingerprint = excluded.fingerprint, created_at = now() returning fingerprint`
+      : `with added as (insert into pseudonym_key_fingerprint (fingerprint) values ($1::text) on conflict (singleton) do nothing returning fingerprint)
+         select fingerprint from added union all select fingerprint from pseudonym_key_fingerprint`,
+    [keyFingerprint(key)],
   );
   return rows[0]!.fingerprint;
 }

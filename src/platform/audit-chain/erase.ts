@@ -14,7 +14,7 @@
 // caller's commit, keeps sealing and erasure from interleaving (the caller's transaction is read
 // committed, the default: each statement after the lock sees every seal committed before it).
 import type { Queryable, Tx } from '../db/types.js';
-import { commitment, rowHashIn, SEAL_FORM, sealIn, writeSalts, type ErasedFields, type Form, type Salts } from './forms.js';
+import { commitment, rowHashIn, SEAL_FORM, sealIn, setAt, writeSalts, type ErasedFields, type Form, type Salts } from './forms.js';
 import { chainHash, ROW_JSON, rowHash, SEAL_LOCK_KEY, type SealedTable } from './hashes.js';
 import { ERASURE_MARKER, isChatIdKey, isErasableKey, isPseudonym, parsePointer, personalLeaves, type PersonalForm, type PersonalLeaf } from './personal-fields.js';
 import { readHead } from './seal.js';
@@ -145,7 +145,7 @@ export async function eraseSealedRows(tx: Tx, erasure: SealedErasure, rows: RowE
           ]);
         }
         // The rows just written are what a later request for the same row starts from.
-        for (const e of edits) setLeaf(row, e.pointer, e.value);
+        for (const e of edits) setAt(row, parsePointer(e.pointer), e.value);
         changed[source]++;
       }
     }
@@ -192,11 +192,4 @@ async function writeRow(tx: Tx, source: SealedTable, id: number, edits: { pointe
   const sets = [...byColumn].map(([col, expr]) => `${col} = ${expr}`).join(', ');
   const { rowCount } = await tx.query(`update ${source} set ${sets} where id = $1::bigint`, values);
   if (rowCount !== 1) throw new Error(`${source} row ${id}: not updated`);
-}
-
-function setLeaf(row: Record<string, unknown>, pointer: string, value: string): void {
-  const path = parsePointer(pointer);
-  let node = row as Record<string, unknown>;
-  for (const token of path.slice(0, -1)) node = node[token] as Record<string, unknown>;
-  node[path.at(-1)!] = value;
 }

@@ -26,7 +26,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { Tx } from '../db/types.js';
 import type { SealedTable } from './hashes.js';
-import { isErasedValue, isPersonalKey, JSON_COLUMNS, parsePointer, personalLeaves, type PersonalForm } from './personal-fields.js';
+import { escapeToken, isErasedValue, isPersonalKey, JSON_COLUMNS, parsePointer, personalLeaves, type PersonalForm } from './personal-fields.js';
 
 export type Form = 1 | PersonalForm;
 /** The form the sealer writes, and an erasure re-seals a form-1 row in. */
@@ -109,7 +109,7 @@ function commitmentShaped(source: SealedTable, row: Record<string, unknown>): st
     const entries = Array.isArray(node) ? node.map((v, i) => [String(i), v] as const) : Object.entries(node);
     if (!Array.isArray(node) && isPersonalKey(key) && entries.length === 1 && entries[0]![0] === 'commitment') return pointer;
     for (const [k, v] of entries) {
-      const found = walk(v, `${pointer}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`, Array.isArray(node) ? key : k);
+      const found = walk(v, `${pointer}/${escapeToken(k)}`, Array.isArray(node) ? key : k);
       if (found !== null) return found;
     }
     return null;
@@ -121,7 +121,8 @@ function commitmentShaped(source: SealedTable, row: Record<string, unknown>): st
   return null;
 }
 
-function setAt(target: Record<string, unknown>, path: string[], value: unknown): void {
+/** Sets the value at a parsed JSON pointer of the row (its parents exist). */
+export function setAt(target: Record<string, unknown>, path: string[], value: unknown): void {
   let node: unknown = target;
   for (const token of path.slice(0, -1)) node = (node as Record<string, unknown>)[token];
   (node as Record<string, unknown>)[path.at(-1)!] = value;

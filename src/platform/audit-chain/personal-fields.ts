@@ -118,7 +118,7 @@ export interface PersonalLeaf {
   value: string;
 }
 
-const escapeToken = (t: string) => t.replace(/~/g, '~0').replace(/\//g, '~1');
+export const escapeToken = (t: string) => t.replace(/~/g, '~0').replace(/\//g, '~1');
 const unescapeToken = (t: string) => t.replace(/~1/g, '/').replace(/~0/g, '~');
 
 export function parsePointer(pointer: string): string[] {
