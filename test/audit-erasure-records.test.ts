@@ -13,7 +13,7 @@ import { admin } from './helpers/admin.js';
 import { createTestApp, type TestApp } from './helpers/app.js';
 import { sealedAndVerified } from './helpers/erasure-checks.js';
 import { chatId } from './helpers/identity.js';
-import { key } from './helpers/reports.js';
+import { reportCrudHelpers } from './helpers/reports.js';
 import { storeName } from './helpers/stores.js';
 
 describe(`erasure records and erased entries that verify-audit must refuse, on ${storeName}`, () => {
@@ -26,15 +26,8 @@ describe(`erasure records and erased entries that verify-audit must refuse, on $
 
   const q = async <R extends Record<string, unknown>>(sql: string, values: unknown[] = []) => (await t.db.production.query<R>(sql, values)).rows;
 
-  async function file(reporter: string, name: string): Promise<string> {
-    const report_id = `RECORDS-${process.pid}-${++n}`;
-    const res = await t.app.inject({
-      method: 'POST', url: '/reports/create', headers: key,
-      payload: { report_id, reporter, reported: chatId(), reporter_name: name, reason: `${name} in voice chat`, notes: 'notes', evidence: 'clip' },
-    });
-    expect(res.statusCode, res.body).toBe(201);
-    return report_id;
-  }
+  const { createOk } = reportCrudHelpers(() => t);
+  const file = (reporter: string, name: string) => createOk({ reporter, reporter_name: name, reason: `${name} in voice chat`, notes: 'notes', evidence: 'clip' });
   const createdOf = async (reportId: string) =>
     Number((await q<{ id: number }>("select id from events where type = 'report.created' and report_id = $1::text order by id limit 1", [reportId]))[0]!.id);
 

@@ -27,7 +27,7 @@ import { admin } from './helpers/admin.js';
 import { createTestApp, type TestApp } from './helpers/app.js';
 import { sealedAndVerified } from './helpers/erasure-checks.js';
 import { chatId, signedIn } from './helpers/identity.js';
-import { key } from './helpers/reports.js';
+import { reportCrudHelpers } from './helpers/reports.js';
 import { storeName } from './helpers/stores.js';
 
 interface Fixture {
@@ -57,15 +57,9 @@ describe(`forged commitments and erasures on ${storeName}`, () => {
   const saltsOf = async (id: number) =>
     (await q<{ salts: Record<string, string>; erased: Record<string, unknown> }>("select salts, erased from audit_seal_salts where source = 'events' and row_id = $1::bigint", [id]))[0]!;
 
-  async function file(reporter: string, name: string, words: string): Promise<string> {
-    const report_id = `FORGE-${process.pid}-${++n}`;
-    const res = await t.app.inject({
-      method: 'POST', url: '/reports/create', headers: key,
-      payload: { report_id, reporter, reported: chatId(), reporter_name: name, reason: `${words} in voice chat`, notes: `${words} notes`, evidence: `${words} clip` },
-    });
-    expect(res.statusCode, res.body).toBe(201);
-    return report_id;
-  }
+  const { createOk } = reportCrudHelpers(() => t);
+  const file = (reporter: string, name: string, words: string) =>
+    createOk({ reporter, reporter_name: name, reason: `${words} in voice chat`, notes: `${words} notes`, evidence: `${words} clip` });
 
   /** A subject's report and a bystander's report claimed by staff, sealed; the subject erased; all sealed. */
   async function fixture(): Promise<Fixture> {

@@ -13,7 +13,7 @@ import { pseudonymKey } from '../src/platform/audit-chain/personal-fields.js';
 import { admin } from './helpers/admin.js';
 import { createTestApp, type TestApp } from './helpers/app.js';
 import { chatId, type Person } from './helpers/identity.js';
-import { key } from './helpers/reports.js';
+import { reportCrudHelpers } from './helpers/reports.js';
 import { storeName } from './helpers/stores.js';
 
 const OTHER_KEY = 'another-instance-has-this-pseudonym-key-0123456789';
@@ -25,12 +25,10 @@ describe(`the pseudonym key's fingerprint on ${storeName}`, () => {
   const rows = async (sql: string, values: unknown[] = []) => (await t.db.production.query<Record<string, unknown>>(sql, values)).rows;
   const otherInstance = () =>
     subjectPseudonymKey({ name: 'production', config: { pseudonymKey: OTHER_KEY, databaseUrl: 'postgres://elsewhere/x' }, dataDir: ':memory:', db: t.db.production });
+  const { createOk } = reportCrudHelpers(() => t);
   async function reporter(): Promise<{ person: string; report: string }> {
     const person = chatId();
-    const report = `FP-${process.pid}-${++n}`;
-    const res = await t.app.inject({ method: 'POST', url: '/reports/create', headers: key, payload: { report_id: report, reporter: person, reported: chatId(), reason: 'r', notes: 'n', evidence: 'e' } });
-    expect(res.statusCode, res.body).toBe(201);
-    return { person, report };
+    return { person, report: await createOk({ reporter: person }) };
   }
   const erase = (person: string) =>
     t.app.inject({ method: 'POST', url: `/admin/subjects/${person}/erase`, headers: director.headers, payload: { reason: 'Asked by email', reference: `GDPR-FP-${++n}` } });

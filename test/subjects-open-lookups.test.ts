@@ -10,7 +10,7 @@ import { admin } from './helpers/admin.js';
 import { createTestApp, type TestApp } from './helpers/app.js';
 import { traces } from './helpers/erasure-checks.js';
 import { chatId, signedIn, type Person } from './helpers/identity.js';
-import { key } from './helpers/reports.js';
+import { key, reportCrudHelpers } from './helpers/reports.js';
 import { onPostgres, storeName } from './helpers/stores.js';
 
 describe(`an erasure and the person's open user lookups, on ${storeName}`, () => {
@@ -21,12 +21,8 @@ describe(`an erasure and the person's open user lookups, on ${storeName}`, () =>
   const erase = (id: string) =>
     t.app.inject({ method: 'POST', url: `/admin/subjects/${id}/erase`, headers: director.headers, payload: { reason: 'Deletion request by email', reference: `GDPR-LK-${++n}` } });
   const rows = async (sql: string, values: unknown[]) => (await t.db.production.query<Record<string, unknown>>(sql, values)).rows;
-  async function reported(person: string): Promise<string> {
-    const report_id = `LK-${process.pid}-${++n}`;
-    const res = await t.app.inject({ method: 'POST', url: '/reports/create', headers: key, payload: { report_id, reporter: chatId(), reported: person, reported_name: 'Lookup Larkspur', reason: 'Spam', notes: 'n', evidence: 'e' } });
-    expect(res.statusCode, res.body).toBe(201);
-    return report_id;
-  }
+  const { createOk } = reportCrudHelpers(() => t);
+  const reported = (person: string) => createOk({ reported: person, reported_name: 'Lookup Larkspur', reason: 'Spam' });
   async function lookup(person: string): Promise<string> {
     const res = await t.app.inject({ method: 'POST', url: '/discipline/user-lookup', headers: manager.headers, payload: { user_id: person } });
     expect(res.statusCode, res.body).toBe(201);
