@@ -128,7 +128,11 @@ export async function recordFingerprint(db: Queryable, key: Buffer, adopt = fals
          select fingerprint from added union all select fingerprint from pseudonym_key_fingerprint`,
     [keyFingerprint(key)],
   );
-  return rows[0]!.fingerprint;
+  if (rows[0]) return rows[0].fingerprint;
+  // Another instance's first insert committed while this statement waited on it: its snapshot,
+  // taken before, cannot see the row; the next statement's does.
+  const { rows: recorded } = await db.query<{ fingerprint: string }>('select fingerprint from pseudonym_key_fingerprint');
+  return recorded[0]!.fingerprint;
 }
 
 /** The environment's pseudonym key, the one its earlier erasures used; read before the erasure's transaction. */
