@@ -53,6 +53,10 @@ export interface Config {
   databasePoolSize: number;
   /** DATABASE_PREPARED_STATEMENTS: named prepared statements for the hot statements; false behind a pooler that cannot carry them. */
   databasePreparedStatements: boolean;
+  /** DATABASE_CONNECT_TIMEOUT_MS: a connection attempt, and a server's answer to whether it is there at all (issue 40). */
+  databaseConnectTimeoutMs: number;
+  /** DATABASE_STATEMENT_TIMEOUT_MS: every session's statement_timeout (migrations and verify-audit go without). */
+  databaseStatementTimeoutMs: number;
   /** A request (headers and body) not received within this is answered 408 and its socket closed. */
   requestTimeoutMs: number;
   /** A connection whose request headers are not complete within this is answered 408 and closed. */
@@ -140,6 +144,8 @@ export function parseConfig(env: Env): Config {
     auditSealIntervalMs: Math.round(read('AUDIT_SEAL_INTERVAL_SECONDS', 1, parseSealInterval) * 1000),
     databasePoolSize: read('DATABASE_POOL_SIZE', 10, parsePoolSize),
     databasePreparedStatements: read('DATABASE_PREPARED_STATEMENTS', true, parseBoolean),
+    databaseConnectTimeoutMs: read('DATABASE_CONNECT_TIMEOUT_MS', 5_000, (v) => parseWhole(v, 100, 600_000)),
+    databaseStatementTimeoutMs: read('DATABASE_STATEMENT_TIMEOUT_MS', 30_000, (v) => parseWhole(v, 100, 86_400_000)),
     // Whole milliseconds, at least one: Node takes integers, and 0 would mean "no timeout".
     requestTimeoutMs: Math.max(1, Math.round(read('REQUEST_TIMEOUT_SECONDS', 30, parseSeconds) * 1000)),
     headersTimeoutMs: Math.max(1, Math.round(read('HEADERS_TIMEOUT_SECONDS', 10, parseSeconds) * 1000)),

@@ -20,6 +20,8 @@ export function defaultOpenDb(config: Config, log: FastifyBaseLogger): OpenDb {
         directConnectionString: env.databaseDirectUrl,
         preparedStatements: config.databasePreparedStatements,
         max: config.databasePoolSize,
+        connectionTimeoutMillis: config.databaseConnectTimeoutMs,
+        statementTimeoutMillis: config.databaseStatementTimeoutMs,
         applicationName: `case-management-service:${env.name}`,
         onIdleError: (err) => log.error({ err, environment: env.name }, 'idle database connection failed'),
         // A multi-host URL (issue 30): the first writable host, and each failover followed.
@@ -69,6 +71,7 @@ export function environmentDb(db: Db, onCommit: () => void, observed: DbObservat
     listen: (channel, listener) => db.listen(channel, listener),
     direct: (fn) => db.direct(fn),
     resetStatements: () => db.resetStatements(),
+    reconnect: () => db.reconnect(),
     poolStats: () => db.poolStats(),
     close: () => db.close(),
   };

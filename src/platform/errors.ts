@@ -92,9 +92,12 @@ const SQLSTATE = {
   ADMIN_SHUTDOWN: '57P01',
   CRASH_SHUTDOWN: '57P02',
   CANNOT_CONNECT_NOW: '57P03',
+  /** The server's max_connections (or a role's or database's limit) reached: a full server. */
+  TOO_MANY_CONNECTIONS: '53300',
 } as const;
 
-const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH']);
+// A server not reachable now (issue 40: a name the resolver cannot answer for yet, a network down).
+const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'EHOSTDOWN', 'ENETUNREACH', 'ENETDOWN']);
 
 /** The one place a database failure becomes an HTTP answer. */
 export function fromDbError(err: DbError): AppError {
@@ -125,6 +128,7 @@ export function fromDbError(err: DbError): AppError {
     err.code === SQLSTATE.ADMIN_SHUTDOWN ||
     err.code === SQLSTATE.CRASH_SHUTDOWN ||
     err.code === SQLSTATE.CANNOT_CONNECT_NOW ||
+    err.code === SQLSTATE.TOO_MANY_CONNECTIONS ||
     err.code === SQLSTATE.QUERY_CANCELED;
   if (unavailable) return new AppError(503, `Database unavailable: ${err.message}`, 'DATABASE_UNAVAILABLE', { cause: err });
   return new AppError(500, `Database error: ${detail}`, 'DATABASE_ERROR', { cause: err });

@@ -90,7 +90,11 @@ export class Readiness {
       const { rows } = await env.db.query<{ read_only: string; versions: number[] }>(
         "select current_setting('transaction_read_only') as read_only, array(select version from schema_migrations) as versions",
       );
-      if (rows[0]!.read_only === 'on') return 'read-only';
+      if (rows[0]!.read_only === 'on') {
+        // Not waiting for a write to fail on it: the next connections look for a writable host.
+        env.db.reconnect();
+        return 'read-only';
+      }
       const applied = new Set(rows[0]!.versions.map(Number));
       const pending = this.expected.filter((m) => !applied.has(m.version));
       return pending.length === 0 ? 'ok' : `migrations pending: ${pending.map(fileName).join(', ')}`;

@@ -108,26 +108,40 @@ export function describeConnectionUrl(raw: string): string {
  * The order in which a new connection tries the hosts: the one last found suitable first (a pool
  * does not pay for a refused or read-only host on every new connection after a failover), then
  * the others in the URL's order; after that host fails, the URL's order from the first, as libpq.
+ * A host that could not be reached within the last `skipMs` (refused, timed out, hung) comes last:
+ * one that does not answer costs a whole connect timeout each time it is tried first.
  */
 export class HostOrder {
   private preferred: number | undefined;
+  private readonly failedAt = new Map<number, number>();
 
-  constructor(private readonly count: number) {}
+  constructor(
+    private readonly count: number,
+    private readonly skipMs = 10_000,
+  ) {}
 
   /** Hosts to try, by index, for one new connection. */
   walk(): number[] {
     const all = Array.from({ length: this.count }, (_, i) => i);
-    return this.preferred === undefined ? all : [this.preferred, ...all.filter((i) => i !== this.preferred)];
+    const ordered = this.preferred === undefined ? all : [this.preferred, ...all.filter((i) => i !== this.preferred)];
+    const now = Date.now();
+    const skipped = (i: number) => now - (this.failedAt.get(i) ?? -Infinity) < this.skipMs;
+    return [...ordered.filter((i) => !skipped(i)), ...ordered.filter(skipped)];
   }
 
   /** A connection to this host proved suitable. */
   found(index: number): void {
     this.preferred = index;
+    this.failedAt.delete(index);
   }
 
-  /** This host refused, failed or turned out unsuitable: the next walk starts from the first host. */
-  lost(index: number): void {
+  /**
+   * This host refused, failed or turned out unsuitable: the next walk starts from the first host;
+   * `unanswered` (it could not be reached, or stopped answering), with this one last.
+   */
+  lost(index: number, unanswered = false): void {
     if (this.preferred === index) this.preferred = undefined;
+    if (unanswered) this.failedAt.set(index, Date.now());
   }
 
   get current(): number | undefined {

@@ -11,7 +11,8 @@ import { DbError } from './types.js';
 export const READ_ONLY = '25006';
 /** A statement refused because the server does not take writes or is shutting down (57P01-57P03). */
 const REFUSALS = new Set([READ_ONLY, '57P01', '57P02', '57P03']);
-const CONNECTION_LOST = /^(Connection terminated|Client has encountered a connection error|Client was closed)|timeout expired/;
+// pg's own, and pg-pool's "timeout exceeded when trying to connect" (DATABASE_CONNECT_TIMEOUT_MS).
+const CONNECTION_LOST = /^(Connection terminated|Client has encountered a connection error|Client was closed)|timeout expired|timeout exceeded when trying to connect/;
 
 /** A driver error as a DbError; `pg`'s own lost-connection errors (no SQLSTATE) become 08006. */
 export function toDbError(err: unknown): DbError {
@@ -99,9 +100,9 @@ export async function connectSuitable(
       order.found(host);
       return { client, host };
     } catch (err) {
-      order.lost(host);
+      order.lost(host, !(err instanceof UnsuitableHost));
       failures.push({ host, err });
-      await client.end().catch(() => undefined);
+      void client.end().catch(() => undefined);
     }
   }
   throw noHost(target, failures);

@@ -6,6 +6,7 @@
 import pg from 'pg';
 import { HostOrder, parseConnectionUrl, type ConnectionTarget } from './connection-url.js';
 import { connectSuitable } from './host-choice.js';
+import { cut } from './liveness.js';
 import type { Listener } from './types.js';
 
 /** What the listening connection needs of the adapter's options (postgres.ts passes its own). */
@@ -14,6 +15,8 @@ export interface ListenerOptions {
   /** The URL taken apart (postgres.ts has done it already). */
   target?: ConnectionTarget;
   applicationName?: string;
+  /** DATABASE_CONNECT_TIMEOUT_MS: a connection attempt that takes longer fails (and is retried). */
+  connectionTimeoutMillis?: number;
   onIdleError?: (err: Error) => void;
 }
 
@@ -23,6 +26,8 @@ const BACKOFF_MS = [250, 1000, 2000, 5000];
 export function createListenerConnection(options: ListenerOptions) {
   const channels = new Map<string, Set<Listener>>();
   let client: pg.Client | undefined;
+  /** The host (index in the URL) the listening connection is on. */
+  let host = 0;
   let connecting: Promise<void> | undefined;
   let closed = false;
   let failures = 0;
@@ -31,7 +36,13 @@ export function createListenerConnection(options: ListenerOptions) {
   const everyone = () => [...channels.values()].flatMap((set) => [...set]);
   const target = options.target ?? parseConnectionUrl(options.connectionString);
   const order = new HostOrder(target.urls.length);
-  const config = { application_name: `${options.applicationName ?? 'case-management-service'}:listen` };
+  const config: pg.ClientConfig = {
+    application_name: `${options.applicationName ?? 'case-management-service'}:listen`,
+    // An idle connection whose server went away silently is found out by keepalives.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 5_000,
+    ...(options.connectionTimeoutMillis ? { connectionTimeoutMillis: options.connectionTimeoutMillis } : {}),
+  };
   const prepare = (next: pg.Client) => {
     next.on('notification', (message) => channels.get(message.channel)?.forEach((l) => l.onNotify(message.payload ?? '')));
     next.on('error', (err) => options.onIdleError?.(err));
@@ -45,8 +56,9 @@ export function createListenerConnection(options: ListenerOptions) {
 
   async function connect(): Promise<void> {
     let next: pg.Client;
+    let on = 0;
     if (target.urls.length > 1 || target.attrs !== 'any') {
-      next = (await connectSuitable(target, order, config, prepare)).client;
+      ({ client: next, host: on } = await connectSuitable(target, order, config, prepare));
     } else {
       next = new pg.Client({ ...config, connectionString: options.connectionString });
       prepare(next);
@@ -55,6 +67,7 @@ export function createListenerConnection(options: ListenerOptions) {
     for (const channel of channels.keys()) await next.query(`listen ${channel}`);
     if (closed) return void (await next.end());
     client = next;
+    host = on;
     failures = 0;
     everyone().forEach((l) => l.onReady?.());
   }
@@ -97,6 +110,14 @@ export function createListenerConnection(options: ListenerOptions) {
           await client?.query(`unlisten ${channel}`).catch(() => undefined);
         }
       };
+    },
+    /**
+     * The pool found the writable server on another host (a failover, a primary fenced read-only
+     * with its connections kept open): NOTIFY is sent there now, so the listening connection moves
+     * too, without waiting for its own connection to fail (which a fenced server never does).
+     */
+    follow(writable: number): void {
+      if (client !== undefined && host !== writable) cut(client);
     },
     async close(): Promise<void> {
       closed = true;

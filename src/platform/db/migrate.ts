@@ -19,6 +19,16 @@ const FILE_NAME = /^(\d{4})_([a-z0-9_-]+)\.sql$/;
 // Any fixed 64-bit number; it only has to be the same for every instance of this service.
 const MIGRATION_LOCK_KEY = 4_207_110_913;
 
+/**
+ * How long a migration's statement waits for a table lock (issue 40). A migration that waits
+ * behind a long transaction holds every write to that table in the queue behind it: past this it
+ * gives up (55P03), the writes go on, and it tries again after a pause, MIGRATION_LOCK_ATTEMPTS
+ * times in all before the boot fails naming the lock.
+ */
+export const MIGRATION_LOCK_TIMEOUT_MS = 1_000;
+const MIGRATION_LOCK_ATTEMPTS = 60;
+const LOCK_NOT_AVAILABLE = '55P03';
+
 export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
   const migrations = readdirSync(dir)
     .filter((file) => file.endsWith('.sql'))
@@ -39,8 +49,17 @@ export async function migrate(db: Db, migrations: Migration[] = loadMigrations()
   if (await allRecorded(db, migrations)) return [];
   const applied: number[] = [];
   for (const migration of migrations) {
-    const didApply = await db.transaction((tx) => applyMigration(tx, migration));
-    if (didApply) applied.push(migration.version);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const didApply = await db.transaction((tx) => applyMigration(tx, migration, { lockTimeoutMs: MIGRATION_LOCK_TIMEOUT_MS }));
+        if (didApply) applied.push(migration.version);
+        break;
+      } catch (err) {
+        if ((err as { code?: string }).code !== LOCK_NOT_AVAILABLE || attempt >= MIGRATION_LOCK_ATTEMPTS) throw err;
+        // The writes queued behind it go first; then the migration asks again.
+        await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 100 * attempt)));
+      }
+    }
   }
   return applied;
 }
@@ -61,8 +80,10 @@ async function allRecorded(db: Db, migrations: Migration[]): Promise<boolean> {
  * Applies one migration inside `tx` unless it is recorded already (then checks it is unchanged);
  * true when it applied it. move-to-postgres runs them all in its one transaction.
  */
-export async function applyMigration(tx: Tx, migration: Migration): Promise<boolean> {
+export async function applyMigration(tx: Tx, migration: Migration, options: { lockTimeoutMs?: number } = {}): Promise<boolean> {
   await tx.query('select pg_advisory_xact_lock($1::bigint)', [MIGRATION_LOCK_KEY]);
+  // After the advisory lock: an instance waiting while another migrates is not giving up.
+  if (options.lockTimeoutMs !== undefined) await tx.exec(`set local lock_timeout = ${Math.round(options.lockTimeoutMs)}`);
   await tx.exec(`create table if not exists schema_migrations (
     version integer primary key,
     name text not null,

@@ -116,6 +116,7 @@ export async function openPglite(options: PgliteOptions = {}): Promise<PgliteDb>
     },
     // Every query is parsed unnamed (see query above): no prepared statement outlives its call.
     resetStatements: () => undefined,
+    reconnect: () => undefined,
     direct: (fn) => fn(db),
     poolStats: () => ({ size: 1, idle: active === 0 ? 1 : 0, waiting: Math.max(0, active - 1) }),
     async close() {

@@ -10,11 +10,12 @@
 import pg from 'pg';
 import { HostOrder, parseConnectionUrl } from './connection-url.js';
 import { isRefusal, noHost, toDbError, UnsuitableHost, unsuitable } from './host-choice.js';
+import { Liveness } from './liveness.js';
 import { TYPE_PARSERS } from './parsers.js';
 import { createListenerConnection } from './listener.js';
 import { createTx } from './transaction-guard.js';
 import { Turns } from './turns.js';
-import type { Db, QueryOptions, QueryResult, Row } from './types.js';
+import { DbError, type Db, type QueryOptions, type QueryResult, type Row } from './types.js';
 
 export { Turns } from './turns.js';
 
@@ -31,8 +32,18 @@ export interface PostgresOptions {
   preparedStatements?: boolean;
   max?: number;
   applicationName?: string;
-  /** How long to wait for a new connection before failing (pg's default: forever). */
+  /**
+   * How long a new connection may take (pg's default: forever), and how long a statement runs
+   * before its server is asked whether it answers at all (liveness.ts): DATABASE_CONNECT_TIMEOUT_MS.
+   */
   connectionTimeoutMillis?: number;
+  /**
+   * statement_timeout and (twice it) idle_in_transaction_session_timeout of every session, sent
+   * with the connection (DATABASE_STATEMENT_TIMEOUT_MS); unset: the server's own. Not through a
+   * pooler, which cannot carry them: there they are the role's settings (docs/postgresql.md).
+   * `direct()` sessions (migrations, verify-audit) go without.
+   */
+  statementTimeoutMillis?: number;
   onIdleError?: (err: Error) => void;
   /** A multi-host URL's new connections go to another host than before (`host:port`). */
   onHostChosen?: (host: string) => void;
@@ -56,8 +67,27 @@ type HostedClient = pg.PoolClient & { [HOST]?: number };
  */
 export const JIT_OFF = '-c jit=off';
 
+/** The session settings sent with each connection to PostgreSQL itself (JIT_OFF, the timeouts). */
+export function startupOptions(statementTimeoutMs: number | undefined): string {
+  if (statementTimeoutMs === undefined) return JIT_OFF;
+  return `${JIT_OFF} -c statement_timeout=${statementTimeoutMs} -c idle_in_transaction_session_timeout=${2 * statementTimeoutMs}`;
+}
+
+/**
+ * The WARNING of a commit whose wait for the synchronous standby was cancelled (a statement
+ * timeout, a cancel): committed on this server, not acknowledged by the standby, so not an
+ * acknowledgement to the client either (issue 40).
+ */
+const SYNC_WAIT_CANCELLED = /canceling (the )?wait for synchronous replication/i;
+
+/** SQLSTATE 08007 transaction_resolution_unknown: a 503, which the client retries. */
+const RESOLUTION_UNKNOWN = '08007';
+
 /** A pooler's refusal of the startup option (PgBouncer: "unsupported startup parameter: options"). */
 const refusesStartupOption = (err: unknown) => /unsupported startup parameter: options/i.test(String((err as Error | undefined)?.message));
+
+/** TCP keepalive idle of every connection. */
+const KEEPALIVE_IDLE_MS = 5_000;
 
 export function openPostgres(options: PostgresOptions): Db {
   const max = options.max ?? 10;
@@ -78,11 +108,14 @@ export function openPostgres(options: PostgresOptions): Db {
    * refused connection fails; the next one is made without the option.
    */
   let sendJitOff = !pooled;
+  const sessionOptions = startupOptions(options.statementTimeoutMillis);
   class HostClient extends pg.Client {
     readonly [HOST]: number;
     constructor(config?: pg.ClientConfig) {
       const host = nextHost;
-      super({ ...config, connectionString: target.urls[host], ...(sendJitOff ? { options: JIT_OFF } : {}) });
+      // Keepalives with a short idle: a connection whose server went away without a word is
+      // found out by the kernel instead of waiting on it for hours (two hours by default).
+      super({ ...config, connectionString: target.urls[host], keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_IDLE_MS, ...(sendJitOff ? { options: sessionOptions } : {}) });
       this[HOST] = host;
     }
 
@@ -142,6 +175,7 @@ export function openPostgres(options: PostgresOptions): Db {
         if (order.current !== chosen) {
           order.found(chosen);
           options.onHostChosen?.(`${target.hosts[chosen]?.host}:${target.hosts[chosen]?.port}`);
+          if (!pooled) listener.follow(chosen);
         }
         return client;
       } catch (err) {
@@ -179,12 +213,26 @@ export function openPostgres(options: PostgresOptions): Db {
     order.lost((client as HostedClient)[HOST] ?? 0);
     return true;
   };
+  // A statement past the connect timeout has its server asked whether it answers (liveness.ts).
+  const liveness = options.connectionTimeoutMillis
+    ? new Liveness({
+        urls: target.urls,
+        timeoutMs: options.connectionTimeoutMillis,
+        applicationName: options.applicationName ?? 'case-management-service',
+        onHung: (host, err) => {
+          generation++;
+          order.lost(host, true);
+          options.onIdleError?.(err);
+        },
+      })
+    : undefined;
   const checkin = (client: pg.PoolClient, destroy?: Error) => {
     client.release(destroy);
     turns.give();
   };
 
   const run = async (target: pg.PoolClient, text: string, values?: readonly unknown[], options?: QueryOptions) => {
+    const settled = liveness?.watch(target, (target as HostedClient)[HOST] ?? 0);
     try {
       // Without prepared statements a named query goes out as the unnamed statement: parsed and
       // planned each time, like any other, and valid on whichever server connection runs it.
@@ -194,16 +242,36 @@ export function openPostgres(options: PostgresOptions): Db {
       return { rows: result.rows, rowCount: result.rowCount ?? result.rows.length };
     } catch (err) {
       throw toDbError(err);
+    } finally {
+      settled?.();
     }
   };
 
   // Several statements without parameters: pg answers with one result per statement.
   const execOn = async (target: pg.PoolClient, sql: string) => {
+    const settled = liveness?.watch(target, (target as HostedClient)[HOST] ?? 0);
     try {
       await target.query(sql);
     } catch (err) {
       throw toDbError(err);
+    } finally {
+      settled?.();
     }
+  };
+
+  /** COMMIT, which the synchronous standby must acknowledge (SYNC_WAIT_CANCELLED). */
+  const commit = async (client: pg.PoolClient) => {
+    let unacknowledged: string | undefined;
+    const onNotice = (notice: { message?: string }) => {
+      if (SYNC_WAIT_CANCELLED.test(notice.message ?? '')) unacknowledged = notice.message;
+    };
+    client.on('notice', onNotice);
+    try {
+      await run(client, 'commit');
+    } finally {
+      client.off('notice', onNotice);
+    }
+    if (unacknowledged !== undefined) throw new DbError(`commit not acknowledged by the synchronous standby: ${unacknowledged}`, RESOLUTION_UNKNOWN, undefined, undefined);
   };
 
   /**
@@ -248,7 +316,7 @@ export function openPostgres(options: PostgresOptions): Db {
       try {
         await run(client, 'begin');
         const result = await fn(tx);
-        await run(client, 'commit');
+        await commit(client);
         return result;
       } catch (err) {
         if (refused(client, err)) broken = err as Error;
@@ -266,8 +334,9 @@ export function openPostgres(options: PostgresOptions): Db {
     // A connection of its own, opened for `fn` and closed after: migrations and verify-audit are
     // rare, and keeping one open would hold a server connection the pooler is there to save.
     async direct(fn) {
-      if (!pooled) return fn(db);
-      const session = openPostgres({ ...options, connectionString: direct, directConnectionString: undefined, max: 1, applicationName: `${options.applicationName ?? 'case-management-service'}:direct` });
+      // The pool itself, but where its sessions carry a statement timeout (a migration may run longer).
+      if (!pooled && options.statementTimeoutMillis === undefined) return fn(db);
+      const session = openPostgres({ ...options, connectionString: direct, directConnectionString: undefined, statementTimeoutMillis: undefined, max: 1, applicationName: `${options.applicationName ?? 'case-management-service'}:direct` });
       try {
         return await fn(session);
       } finally {
@@ -275,6 +344,9 @@ export function openPostgres(options: PostgresOptions): Db {
       }
     },
     resetStatements: () => {
+      generation++;
+    },
+    reconnect: () => {
       generation++;
     },
     // Waiting: for a turn (the changes first, see Turns) and, past it, for pg's own checkout.

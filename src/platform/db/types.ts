@@ -75,6 +75,12 @@ export interface Db extends Queryable {
    * prepares no named statements: nothing to forget.
    */
   resetStatements(): void;
+  /**
+   * The server answered that it does not take writes (a primary fenced read-only, its connections
+   * kept open): every pooled connection is replaced at its next checkout, and new ones choose their
+   * host again, so a multi-host URL finds the new primary without a write failing first. PGlite: nothing to do.
+   */
+  reconnect(): void;
   poolStats(): PoolStats;
   close(): Promise<void>;
 }
