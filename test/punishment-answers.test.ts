@@ -62,16 +62,16 @@ describe('a write answers what GET /punishments/<id> shows its caller', () => {
 });
 
 // PostgreSQL only: PGlite runs one statement at a time, so nothing commits in the middle of a write.
-// The write is stopped at its event, after its checks (holding the events table): a flag cannot
-// commit later than that and before the answer, since the flag's change waits for the events being
-// written about the report (migration 0033: each event carries its report's flag now).
+// The answer reads the punished person's stored profile, which no punishment write reads before it
+// (the issue's lookup check aside): holding chat_profiles stops the write at its answer.
 describe.runIf(onPostgres)('a flag committed before the answer is read (PostgreSQL)', () => {
-  /** Starts `write`, commits a flag of the report once it waits to write its event, and returns its answer. */
+  /** Starts `write`, commits a flag of the report once it waits for chat_profiles, and returns its answer. */
   async function flaggedDuring(reportId: string, write: () => ReturnType<typeof patch>) {
-    const holder = await holdTable(t.urls.production!, 'events');
+    const holder = await holdTable(t.urls.production!, 'chat_profiles');
     try {
       const pending = write();
-      await waitingFor(t.db.production, 'events');
+      await waitingFor(t.db.production, 'chat_profiles');
+      // The bot's PATCH of the flag would itself wait for chat_profiles (its answer carries profiles).
       await holder.query('update reports set is_supervisor = true where report_id = $1::text', [reportId]);
       await holder.commit();
       return await pending;
