@@ -75,7 +75,7 @@ describe(`the audit hash chain on ${storeName}`, () => {
       const { rows } = await tx.query<{ position: number; source: 'events' | 'audit_log'; form: number; row_hash: string; chain_hash: string; row: Record<string, unknown>; salts: Record<string, string> | null; tx: string; id: number }>(
         `select c.position, c.source, c.form, encode(c.row_hash, 'hex') as row_hash, encode(c.chain_hash, 'hex') as chain_hash, r.row, s.salts, r.tx, r.id
            from audit_chain c
-           join (select 'events' as source, id, sealing_tx::text as tx, to_jsonb(e) - 'search_text' - 'sealing_tx' - 'report_flagged' as row from events e
+           join (select 'events' as source, id, sealing_tx::text as tx, to_jsonb(e) - 'search_text' - 'sealing_tx' as row from events e
                  union all select 'audit_log', id, sealing_tx::text, to_jsonb(a) - 'sealing_tx' from audit_log a) r on r.source = c.source and r.id = c.row_id
            left join audit_seal_salts s on s.source = c.source and s.row_id = c.row_id
           order by c.position`,
@@ -286,7 +286,7 @@ describe(`verify-audit names what was tampered with through SQL, on ${storeName}
     await db.query(`update ${table} set correlation_id = 'rewritten' where id = $1::bigint`, [id]);
     // The attacker recomputes the row's hash and its chain hash, but not every seal after it.
     const { rows } = await db.query<{ row: Record<string, unknown>; prev: string; salts: Record<string, string> | null }>(
-      `select ${table === 'events' ? "to_jsonb(r) - 'search_text' - 'sealing_tx' - 'report_flagged'" : "to_jsonb(r) - 'sealing_tx'"} as row,
+      `select ${table === 'events' ? "to_jsonb(r) - 'search_text' - 'sealing_tx'" : "to_jsonb(r) - 'sealing_tx'"} as row,
               (select encode(chain_hash, 'hex') from audit_chain where position = 2) as prev,
               (select salts from audit_seal_salts s where s.source = $2::text and s.row_id = r.id) as salts from ${table} r where id = $1::bigint`,
       [id, table],

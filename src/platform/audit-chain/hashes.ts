@@ -35,18 +35,6 @@ export const ROW_JSON: Record<SealedTable, string> = {
   events: "to_jsonb(r) - 'search_text' - 'sealing_tx' - 'report_flagged'",
 };
 
-/**
- * The row (as ROW_JSON reads it) as a seal of `form` may have covered it. Forms 1 and 2 may come
- * from a release that hashed every column of an event, events.report_flagged included (0.3.0 and
- * before, serving beside this one during an upgrade once migration 0033 added the column): such a
- * seal covers the column as it was then, which a flag change has rewritten since. The column is
- * the flag's current answer, not content, so either value is accepted for it, and nothing else.
- */
-export function sealedRowVariants(source: SealedTable, form: number, row: Record<string, unknown>): Record<string, unknown>[] {
-  if (source !== 'events' || form === 3) return [row];
-  return [row, { ...row, report_flagged: false }, { ...row, report_flagged: true }];
-}
-
 /** Sealer and verifier read timestamps in the same zone, whatever the server's default. */
 export const UTC = "set local timezone = 'UTC'";
 

@@ -7,7 +7,7 @@
 // a checkpoint taken after the pass pins it. A row that does not match its form-1 seal is passed over (re-sealing it would launder the
 // edit): verify-audit names it. So is a row an erasure has already re-sealed.
 import type { Tx } from '../db/types.js';
-import { chainHash, ROW_JSON, rowHash, sealedRowVariants, type ChainHead, type SealedTable } from './hashes.js';
+import { chainHash, ROW_JSON, rowHash, type ChainHead, type SealedTable } from './hashes.js';
 import { SEAL_FORM, sealIn, writeSalts, type Salts } from './forms.js';
 
 /** Form-1 seals after the pass's position, with their rows and whether a later seal exists. */
@@ -33,7 +33,7 @@ export async function resealForm1(tx: Tx, head: ChainHead, limit: number): Promi
   const seals: { position: number; source: SealedTable; id: number; rh: string; ch: string }[] = [];
   const salted: { source: string; id: number; salts: Salts }[] = [];
   for (const r of rows) {
-    if (r.resealed || r.row === null || !sealedRowVariants(r.source, 1, r.row).some((row) => rowHash(r.source, row) === r.row_hash)) continue;
+    if (r.resealed || r.row === null || rowHash(r.source, r.row) !== r.row_hash) continue;
     const { rh, salts } = sealIn(SEAL_FORM, r.source, r.row);
     head.rows++;
     head.hash = chainHash(head.hash, head.rows, rh);

@@ -15,7 +15,7 @@ import { performance } from 'node:perf_hooks';
 import type { Db, Queryable } from '../db/types.js';
 import { ErasureClaims } from './erasure-records.js';
 import { rowHashIn, type ErasedFields, type Form, type Salts } from './forms.js';
-import { chainHash, GENESIS_HASH, ROW_JSON, rowHash, SEALED_TABLES, sealedRowVariants, UTC, type SealedTable } from './hashes.js';
+import { chainHash, GENESIS_HASH, ROW_JSON, rowHash, SEALED_TABLES, UTC, type SealedTable } from './hashes.js';
 
 export const VERIFY_BATCH = 5_000;
 
@@ -164,13 +164,6 @@ export async function verifyChain(db: Db, options: { against?: string; batch?: n
  * when the walk reaches it.
  */
 function checkRow(seal: SealRow, row: Record<string, unknown>, byHash: Map<string, number>, erased: Map<string, number>, claims: ErasureClaims): Problem | null {
-  const [as, ...alternatives] = sealedRowVariants(seal.source, seal.form, row);
-  const problem = checkRowAs(seal, as!, byHash, erased, claims);
-  if (problem === null) return null;
-  return alternatives.some((alternative) => checkRowAs(seal, alternative, byHash, erased, claims) === null) ? null : problem;
-}
-
-function checkRowAs(seal: SealRow, row: Record<string, unknown>, byHash: Map<string, number>, erased: Map<string, number>, claims: ErasureClaims): Problem | null {
   const at = { source: seal.source, id: seal.row_id, position: seal.position };
   let actual: string | null;
   if (seal.form === 1) {
