@@ -5,8 +5,7 @@
 // operation of /openapi.json as each of them (ids, filters and sorts from the model and the store),
 // holds a canary or a party chat id of a report flagged at that moment. And so that it cannot pass
 // by finding nothing: every run ends with a supervisor finding each live flagged report's texts
-// in its detail. And the events' copy of their reports' flags (report_flagged, which the audit
-// reads) is the model's answer after every command. The seed is printed (CONFIDENTIALITY_MODEL_SEED replays it); a failure is shrunk,
+// in its detail. The seed is printed (CONFIDENTIALITY_MODEL_SEED replays it); a failure is shrunk,
 // and kept below as a regression sequence (fast-check's `path`).
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -96,22 +95,6 @@ async function missingForSupervisor(w: World): Promise<string[]> {
   return missing;
 }
 
-/**
- * Events whose report_flagged (migration 0033) is not the model's answer for them now: a flagged
- * report they are about, by its live row or a deleted one's pre-image. Stated here apart from the
- * migration's functions, as the rule reads in docs/access.md.
- */
-async function staleEventFlags(): Promise<unknown[]> {
-  const flagged = (id: string) => `(exists (select 1 from reports r where r.report_id = ${id} and r.is_supervisor)
-    or exists (select 1 from deleted_reports d where d.report_id = ${id} and (d.pre_image ->> 'is_supervisor')::boolean))`;
-  const { rows } = await t.db.production.query(
-    `select id, type, report_id, report_flagged from events e
-      where report_flagged <> (${flagged('e.report_id')} or ${flagged("e.before ->> 'report_id'")}
-                               or (e.type = 'admin.case_erased' and e.report_id is null and ${flagged("e.data ->> 'target'")}))`,
-  );
-  return rows;
-}
-
 /** One command, then the invariant. */
 function checked(command: fc.AsyncCommand<World, World>): fc.AsyncCommand<World, World> {
   return {
@@ -120,7 +103,6 @@ function checked(command: fc.AsyncCommand<World, World>): fc.AsyncCommand<World,
       remaining--;
       await command.run(m, w);
       expect(await leaks(w, true), `after ${command.toString()}`).toEqual([]);
-      expect(await staleEventFlags(), `events' report_flagged after ${command.toString()}`).toEqual([]);
     },
     toString: () => command.toString(),
   };

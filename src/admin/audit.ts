@@ -3,7 +3,7 @@
 // (migrations/0011_admin_audit.sql).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
-import { eventVisibleToSql, lookupWithheldSql, shownAfterSql, shownLookupSql } from '../platform/auth/report-access.js';
+import { eventReportIds, lookupWithheldSql, shownAfterSql, shownLookupSql, visibleToSql } from '../platform/auth/report-access.js';
 import type { Queryable } from '../platform/db/types.js';
 import type { Principal } from '../platform/auth/principal.js';
 import { readDb } from '../platform/http/request-context.js';
@@ -56,7 +56,7 @@ interface AuditFilters {
  * same correlation id and name: report-access.ts decides from those reports' current flags).
  */
 const aboutHiddenReport = (principal: Principal | null) => {
-  const visible = eventVisibleToSql(principal, 'e');
+  const visible = visibleToSql(principal, eventReportIds('e'));
   return visible === 'true'
     ? undefined
     : `not exists (select 1 from events e where e.correlation_id = l.correlation_id and e.type = l.action and not (${visible}))`;

@@ -1,7 +1,7 @@
 // GET /audit reads the canonical events table. Every filter, the search, the sort and the page
 // are SQL: a case id is found through the events' report id index, other text through the
 // trigram-indexed search_text column of migration 0005.
-import { countingActionSql, eventFlaggedSql, eventVisibleToSql, lookupWithheldSql, seesFlaggedReports, shownAfterSql, shownLookupSql, withholdsCounts } from '../platform/auth/report-access.js';
+import { anyReportFlaggedSql, countingActionSql, eventReportIds, lookupWithheldSql, seesFlaggedReports, shownAfterSql, shownLookupSql, visibleToSql, withholdsCounts } from '../platform/auth/report-access.js';
 import type { Queryable } from '../platform/db/types.js';
 import type { Principal } from '../platform/auth/principal.js';
 import type { EventRecord } from '../platform/events.js';
@@ -55,14 +55,15 @@ export function indexProbe(term: string): string {
 }
 
 /**
- * An event is a supervisor event while any report it is about is flagged now: decided from the
- * report's flag as it is, never by the flag the row was written with (its is_supervisor column is
- * history, not a rule). Qualified: the candidates of a page are a subquery named events.
+ * An event is a supervisor event while any report it is about is flagged now: decided at read time,
+ * never by the flag the row was written with (its is_supervisor column is history, not a rule).
  */
-const eventFlagged = eventFlaggedSql('events');
+// Qualified: inside the predicate's subqueries a bare report_id would be the report's own.
+const EVENT_REPORT_IDS = eventReportIds('events');
+const eventFlagged = anyReportFlaggedSql(EVENT_REPORT_IDS);
 
-/** The event's flag as shown: those below supervisor rank are shown no event of a flagged report. */
-const shownFlag = (principal: Principal | null) => (seesFlaggedReports(principal) ? eventFlagged : 'false');
+/** Those below supervisor rank are shown no event of a flagged report: theirs are all false, unprobed. */
+const shownFlag = (principal: Principal | null) => (visibleToSql(principal, EVENT_REPORT_IDS) === 'true' ? eventFlagged : 'false');
 
 interface Where {
   /** What the search asks for. */
@@ -126,10 +127,10 @@ function whereClause(filter: AuditFilter): Where {
     match.push(`lower(type) like any (${param(filter.events.map((e) => `%${escapeLike(e.toLowerCase())}%`))}::text[])`);
   }
   if (filter.reportId !== undefined) match.push(`report_id = ${param(filter.reportId)}::text`);
-  const visible = eventVisibleToSql(filter.principal, 'events');
+  const visible = visibleToSql(filter.principal, EVENT_REPORT_IDS);
   if (visible !== 'true') hide.push(visible);
-  // Excluding is what everyone below supervisor rank gets.
-  if (filter.supervisor === 'exclude') hide.push(eventVisibleToSql(null, 'events'));
+  // Excluding is what everyone below supervisor rank gets: the same probes.
+  if (filter.supervisor === 'exclude') hide.push(visibleToSql(null, EVENT_REPORT_IDS));
   const keep = filter.supervisor === 'only' ? [eventFlagged] : [];
   return { match, hide, keep, values };
 }
@@ -138,8 +139,8 @@ function whereClause(filter: AuditFilter): Where {
  * Whether the page is the one statement of a case-id search that hides nothing (the caller sees
  * every report), prepared by name per shape (casePage). A case id is found through an index
  * whatever its value, so one plan serves them all; planned each time, this statement cost more
- * than it ran (issue 38: the key's case-id search at 0.53 to 0.71 of the build before the model,
- * when the flag was a subquery over reports and its 17 indexes planned with every page).
+ * than it ran: its flag probe (shownFlag) plans a subquery over reports and its 17 indexes for
+ * every page (issue 38: the key's case-id search at 0.53 to 0.71 of the build before the model).
  */
 const preparedCasePage = (filter: AuditFilter) => filter.caseIds !== undefined && seesFlaggedReports(filter.principal) && filter.supervisor !== 'exclude';
 
@@ -221,8 +222,7 @@ export async function searchEvents(db: Queryable, filter: AuditFilter): Promise<
 }
 
 const columns = (after: string, data = 'data') => `id, type, actor_kind, actor_chat_id, actor_name, report_id, before, ${after}, ${data}, correlation_id`;
-/** The stored columns, and the flag the page's conditions read. */
-const COLUMNS = `${columns('after')}, report_flagged`;
+const COLUMNS = columns('after');
 /**
  * The columns as the caller is shown them: below supervisor rank a subject's export or erasure
  * without its counts, and a user lookup's events without its person unless the caller asked for it.
@@ -268,7 +268,7 @@ async function countOfCandidates(db: Queryable, where: Where): Promise<number | 
   const size = cap + Math.ceil(cap / 4) + 20;
   const { rows } = await db.query<{ visible: number; candidates: number }>(
     `select count(*) filter (where ${where.hide.join(' and ')})::int as visible, count(*)::int as candidates
-       from (select type, report_id, actor_name, before, after, data, report_flagged from events ${whereOf(where.match)} limit $${where.values.length + 1}::int) events`,
+       from (select type, report_id, actor_name, before, after, data from events ${whereOf(where.match)} limit $${where.values.length + 1}::int) events`,
     [...where.values, size],
   );
   const { visible = 0, candidates = 0 } = rows[0] ?? {};

@@ -8,8 +8,9 @@
 // is PostgreSQL's to_jsonb of the whole row, every column the service wrote, read with the session
 // time zone UTC; left out are the generated events.search_text and sealing_tx, the sealer's
 // bookkeeping (a sealed row's place is its position; seal.ts rebases sealing_tx after a move to
-// another server), and events.report_flagged, each event's report flag now (migration 0033): a
-// flag change rewrites it in sealed rows too, and the release before left it out as well.
+// another server), and events.report_flagged, a column no release has yet: reserved so that a
+// later release can keep each event's current report flag on the event (issue 38: the visibility
+// model's per-row probes) while this one, serving beside it during the upgrade, seals the same.
 // The first seal's previous chain_hash is 32 zero bytes. Hashes travel as lowercase hex. jsonb
 // numbers are read as JavaScript numbers: digits past double precision are not covered (the
 // service writes none; ids and chat ids are text).

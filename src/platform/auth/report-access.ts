@@ -99,17 +99,19 @@ export function visibleToSql(principal: Principal | null | undefined, reportIdEx
 }
 
 /**
- * SQL: the canonical event (table events, by its alias or name) is about a flagged report now. Its
- * report_flagged column (migration 0033) is the model's answer for the event, kept equal to it by
- * the transactions that change a flag: the report it names, the report a punishment's before
- * names when it moved to another one, and the case a retention erasure of 0.3.0 names in its
- * target only (event_report_ids), each flagged as anyReportFlaggedSql decides.
+ * The reports a canonical event (table events, by its alias or name) is about: its report id, the
+ * report a punishment's before names when it moved to another one (its after names the event's),
+ * and the case a retention erasure of 0.3.0 names in its target only: its event was written
+ * without the report id, and sealed rows are not rewritten (issue 38, finding 5).
  */
-export const eventFlaggedSql = (alias: string) => `${alias}.report_flagged`;
-
-/** SQL: the caller may see the event (alias as eventFlaggedSql): 'true' for those who see every report. */
-export const eventVisibleToSql = (principal: Principal | null | undefined, alias: string) =>
-  seesFlaggedReports(principal) ? 'true' : `not ${eventFlaggedSql(alias)}`;
+export function eventReportIds(alias: string): string[] {
+  const column = (name: string) => `${alias}.${name}`;
+  return [
+    column('report_id'),
+    `nullif(${column('before')} ->> 'report_id', ${column('report_id')})`,
+    `case when ${column('type')} = 'admin.case_erased' and ${column('report_id')} is null then ${column('data')} ->> 'target' end`,
+  ];
+}
 
 /**
  * SQL: an admin audit row's action (or an event's type) is one whose row counts a person's rows
