@@ -200,3 +200,43 @@ describe.runIf(available)('a primary fenced read-only, then the standby promoted
     expect(await sql(urlAt(port(standby), database), 'select 1 from reports where report_id = $1', [id])).toHaveLength(1);
   }, 120_000);
 });
+
+describe.runIf(available)('a synchronous standby that stops acknowledging', () => {
+  let service: Service | undefined;
+  const database = `cms_unacked_${hex()}`;
+  let primary: number;
+
+  afterAll(async () => {
+    await ctl(1 - primary, 'start').catch(() => undefined);
+    await cleanUp(service, database);
+  }, 180_000);
+
+  it('a commit cancelled while it waits for the standby is 503, not an acknowledgement', async () => {
+    await repairPair();
+    primary = (await primaryIndex())!;
+    await sql(urlAt(port(primary)), `create database ${database}`);
+    service = startService({
+      PRODUCTION_DATABASE_URL: multiHostUrl(database),
+      PRODUCTION_API_KEY: KEY,
+      DEMO_API_KEY: `${KEY}-demo`,
+      ...SECRETS,
+      DATABASE_STATEMENT_TIMEOUT_MS: '1000',
+      LOG_LEVEL: 'warn',
+      DATA_DIR: ':memory:',
+      PORT: String(await freePort()),
+    });
+    await answering(service);
+    const create = async (id: string) => {
+      const res = await fetch(`${service!.url}/reports/create`, { method: 'POST', headers: { authorization: KEY, 'content-type': 'application/json' }, body: JSON.stringify({ report_id: id, reporter: chatId(), reported: chatId(), reason: 'Unacknowledged', notes: 'n', evidence: 'e' }) });
+      return { status: res.status, body: (await res.json()) as { code?: string } };
+    };
+    expect((await create(`UA-${hex()}`)).status).toBe(201);
+    // The standby goes away: every commit on the primary waits for an acknowledgement that does not come.
+    await ctl(1 - primary, 'stop', '-m', 'immediate');
+    const id = `UA-${hex()}`;
+    const answer = await create(id);
+    expect(answer).toEqual({ status: 503, body: { success: false, error: expect.stringMatching(/^Database unavailable: commit not acknowledged by the synchronous standby/), code: 'DATABASE_UNAVAILABLE' } });
+    // Committed on the primary, only not acknowledged: the client's retry finds it.
+    expect(await sql(urlAt(port(primary), database), 'select 1 from reports where report_id = $1', [id])).toHaveLength(1);
+  }, 120_000);
+});

@@ -226,6 +226,19 @@ export function openPostgres(options: PostgresOptions): Db {
         },
       })
     : undefined;
+  /** Cancels what `client`'s server process runs now (its COMMIT), from a connection of its own. */
+  const cancelBackend = async (host: number, client: pg.PoolClient) => {
+    const canceller = new pg.Client({ connectionString: target.urls[host], connectionTimeoutMillis: options.connectionTimeoutMillis, application_name: `${options.applicationName ?? 'case-management-service'}:cancel` });
+    canceller.on('error', () => undefined);
+    try {
+      await canceller.connect();
+      await canceller.query('select pg_cancel_backend($1::int)', [(client as unknown as { processID: number }).processID]);
+    } catch (err) {
+      options.onIdleError?.(err as Error);
+    } finally {
+      void canceller.end().catch(() => undefined);
+    }
+  };
   const checkin = (client: pg.PoolClient, destroy?: Error) => {
     client.release(destroy);
     turns.give();
@@ -259,16 +272,24 @@ export function openPostgres(options: PostgresOptions): Db {
     }
   };
 
-  /** COMMIT, which the synchronous standby must acknowledge (SYNC_WAIT_CANCELLED). */
+  /**
+   * COMMIT, which the synchronous standby must acknowledge (SYNC_WAIT_CANCELLED). PostgreSQL lifts
+   * statement_timeout before a commit, so a commit waiting for a standby that is gone would wait
+   * for good: past the statement timeout it is cancelled from a connection of its own (the server
+   * then ends the wait with the warning), as an operator's pg_cancel_backend would.
+   */
   const commit = async (client: pg.PoolClient) => {
     let unacknowledged: string | undefined;
     const onNotice = (notice: { message?: string }) => {
       if (SYNC_WAIT_CANCELLED.test(notice.message ?? '')) unacknowledged = notice.message;
     };
     client.on('notice', onNotice);
+    const bound = options.statementTimeoutMillis;
+    const timer = bound !== undefined && sendJitOff ? setTimeout(() => void cancelBackend((client as HostedClient)[HOST] ?? 0, client), bound) : undefined;
     try {
       await run(client, 'commit');
     } finally {
+      clearTimeout(timer);
       client.off('notice', onNotice);
     }
     if (unacknowledged !== undefined) throw new DbError(`commit not acknowledged by the synchronous standby: ${unacknowledged}`, RESOLUTION_UNKNOWN, undefined, undefined);
