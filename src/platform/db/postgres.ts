@@ -10,12 +10,13 @@
 import pg from 'pg';
 import { HostOrder, parseConnectionUrl } from './connection-url.js';
 import { isRefusal, noHost, toDbError, UnsuitableHost, unsuitable } from './host-choice.js';
+import { acknowledgedCommit } from './commit.js';
 import { Liveness } from './liveness.js';
 import { TYPE_PARSERS } from './parsers.js';
 import { createListenerConnection } from './listener.js';
 import { createTx } from './transaction-guard.js';
 import { Turns } from './turns.js';
-import { DbError, type Db, type QueryOptions, type QueryResult, type Row } from './types.js';
+import type { Db, QueryOptions, QueryResult, Row } from './types.js';
 
 export { Turns } from './turns.js';
 
@@ -72,16 +73,6 @@ export function startupOptions(statementTimeoutMs: number | undefined): string {
   if (statementTimeoutMs === undefined) return JIT_OFF;
   return `${JIT_OFF} -c statement_timeout=${statementTimeoutMs} -c idle_in_transaction_session_timeout=${2 * statementTimeoutMs}`;
 }
-
-/**
- * The WARNING of a commit whose wait for the synchronous standby was cancelled (a statement
- * timeout, a cancel): committed on this server, not acknowledged by the standby, so not an
- * acknowledgement to the client either (issue 40).
- */
-const SYNC_WAIT_CANCELLED = /canceling (the )?wait for synchronous replication/i;
-
-/** SQLSTATE 08007 transaction_resolution_unknown: a 503, which the client retries. */
-const RESOLUTION_UNKNOWN = '08007';
 
 /** A pooler's refusal of the startup option (PgBouncer: "unsupported startup parameter: options"). */
 const refusesStartupOption = (err: unknown) => /unsupported startup parameter: options/i.test(String((err as Error | undefined)?.message));
@@ -226,19 +217,6 @@ export function openPostgres(options: PostgresOptions): Db {
         },
       })
     : undefined;
-  /** Cancels what `client`'s server process runs now (its COMMIT), from a connection of its own. */
-  const cancelBackend = async (host: number, client: pg.PoolClient) => {
-    const canceller = new pg.Client({ connectionString: target.urls[host], connectionTimeoutMillis: options.connectionTimeoutMillis, application_name: `${options.applicationName ?? 'case-management-service'}:cancel` });
-    canceller.on('error', () => undefined);
-    try {
-      await canceller.connect();
-      await canceller.query('select pg_cancel_backend($1::int)', [(client as unknown as { processID: number }).processID]);
-    } catch (err) {
-      options.onIdleError?.(err as Error);
-    } finally {
-      void canceller.end().catch(() => undefined);
-    }
-  };
   const checkin = (client: pg.PoolClient, destroy?: Error) => {
     client.release(destroy);
     turns.give();
@@ -272,28 +250,15 @@ export function openPostgres(options: PostgresOptions): Db {
     }
   };
 
-  /**
-   * COMMIT, which the synchronous standby must acknowledge (SYNC_WAIT_CANCELLED). PostgreSQL lifts
-   * statement_timeout before a commit, so a commit waiting for a standby that is gone would wait
-   * for good: past the statement timeout it is cancelled from a connection of its own (the server
-   * then ends the wait with the warning), as an operator's pg_cancel_backend would.
-   */
-  const commit = async (client: pg.PoolClient) => {
-    let unacknowledged: string | undefined;
-    const onNotice = (notice: { message?: string }) => {
-      if (SYNC_WAIT_CANCELLED.test(notice.message ?? '')) unacknowledged = notice.message;
-    };
-    client.on('notice', onNotice);
-    const bound = options.statementTimeoutMillis;
-    const timer = bound !== undefined && sendJitOff ? setTimeout(() => void cancelBackend((client as HostedClient)[HOST] ?? 0, client), bound) : undefined;
-    try {
-      await run(client, 'commit');
-    } finally {
-      clearTimeout(timer);
-      client.off('notice', onNotice);
-    }
-    if (unacknowledged !== undefined) throw new DbError(`commit not acknowledged by the synchronous standby: ${unacknowledged}`, RESOLUTION_UNKNOWN, undefined, undefined);
-  };
+  /** COMMIT as an acknowledgement (commit.ts); the statement timeout bounds it only on PostgreSQL itself. */
+  const commit = (client: pg.PoolClient) =>
+    acknowledgedCommit(client, () => run(client, 'commit'), {
+      ms: sendJitOff ? options.statementTimeoutMillis : undefined,
+      url: target.urls[(client as HostedClient)[HOST] ?? 0]!,
+      connectTimeoutMs: options.connectionTimeoutMillis,
+      applicationName: options.applicationName ?? 'case-management-service',
+      onError: options.onIdleError,
+    });
 
   /**
    * One call on a checked-out client, as `pool.query` does it: a client whose statement failed is
@@ -337,7 +302,8 @@ export function openPostgres(options: PostgresOptions): Db {
       try {
         await run(client, 'begin');
         const result = await fn(tx);
-        await commit(client);
+        const { cancelSent } = await commit(client);
+        if (cancelSent) broken = new Error('a cancel was sent to this connection: not reused');
         return result;
       } catch (err) {
         if (refused(client, err)) broken = err as Error;
