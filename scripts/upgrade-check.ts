@@ -2,9 +2,9 @@
 // one keeps serving on the schema this release migrates to, beside this release, as it does while
 // a rolling upgrade replaces instances one by one (docs/postgresql.md, "Rolling upgrades").
 //
-// The release before is the commit before the newest migration landed (from this clone's own
-// history; when that migration is not committed yet, HEAD). It is built in a temporary worktree
-// (bench/lib/builds.ts), and then, on two fresh PostgreSQL databases:
+// The release before is the previous release CHANGELOG.md names, built from the commit recorded
+// for it there (scripts/release-before.ts; UPGRADE_CHECK_RELEASE_BEFORE=<ref> overrides it), in a
+// temporary worktree (bench/lib/builds.ts), and then, on two fresh PostgreSQL databases:
 //   1. the release before bootstraps a Director (its CLI migrates to its own schema) and starts;
 //      its smoke traffic must pass there, or the check itself is broken;
 //   2. this release's CLI migrates the databases while it keeps serving (no restart);
@@ -14,6 +14,7 @@
 // Exit 0 when every step passed, 1 otherwise (each step printed with what it got).
 // Run: npm run upgrade-check (UPGRADE_CHECK_DATABASE_URL, default postgres://root@127.0.0.1:5432/postgres).
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { buildRef } from '../bench/lib/builds.js';
@@ -25,6 +26,7 @@ import type { Child } from '../bench/lib/proc.js';
 import { readBuildInfo } from '../src/platform/build-info.js';
 import { loadMigrations } from '../src/platform/db/migrate.js';
 import { PROJECT_ROOT } from '../src/platform/paths.js';
+import { releaseBeforeIn } from './release-before.js';
 import { readyStep, smoke, type StepResult } from './upgrade-smoke.js';
 
 const run = promisify(execFile);
@@ -36,19 +38,20 @@ const THIS = 'this release';
 const log = (line: string) => console.log(line);
 const git = async (...args: string[]) => (await run('git', args, { cwd: PROJECT_ROOT })).stdout.trim();
 
-/** The newest migration's file, and the commit that is the release before it. */
+/** The newest migration's file, and the release before this one (CHANGELOG.md, release-before.ts). */
 async function releaseBefore(): Promise<{ file: string; ref: string; why: string }> {
   const newest = loadMigrations().at(-1)!;
   const file = `migrations/${String(newest.version).padStart(4, '0')}_${newest.name}.sql`;
-  const added = await git('log', '--diff-filter=A', '--format=%H', '-1', '--', file);
-  if (added === '') return { file, ref: 'HEAD', why: `${file} is not committed yet: the release before is HEAD` };
+  const given = process.env.UPGRADE_CHECK_RELEASE_BEFORE;
+  if (given) return { file, ref: given, why: `UPGRADE_CHECK_RELEASE_BEFORE=${given}` };
+  const { commit, why } = releaseBeforeIn(readFileSync(join(PROJECT_ROOT, 'CHANGELOG.md'), 'utf8'));
   try {
-    await git('rev-parse', '--verify', `${added}^`);
+    await git('rev-parse', '--verify', `${commit}^{commit}`);
   } catch {
     const shallow = (await git('rev-parse', '--is-shallow-repository')) === 'true';
-    throw new Error(`the commit before ${added.slice(0, 10)} (which added ${file}) is not in this clone${shallow ? ': it is shallow; git fetch --unshallow' : ''}`);
+    throw new Error(`${why}, which is not in this clone${shallow ? ': it is shallow; git fetch --unshallow' : ''}`);
   }
-  return { file, ref: `${added}^`, why: `${file} was added by ${added.slice(0, 10)}: the release before is its parent` };
+  return { file, ref: commit, why };
 }
 
 /** A build's CLI (dist/src/cli.js beside its server.js) on the two databases. */
