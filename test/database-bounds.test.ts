@@ -127,6 +127,40 @@ describe.runIf(onPostgres)('bounds on PostgreSQL', () => {
     }
   }, 30_000);
 
+  it('a statement slow behind a lock on a server that is full is not taken for a hung server: the server refused the question, so it is there', async () => {
+    const database = await createTestDatabase();
+    const role = `cms_busy_${process.pid}_${++n}`;
+    const admin = new pg.Client({ connectionString: database.url });
+    await admin.connect();
+    await admin.query(`create role ${role} login`);
+    await admin.query(`grant all on all tables in schema public to ${role}; grant all on all sequences in schema public to ${role}`);
+    const url = new URL(database.url!);
+    url.username = role;
+    const t = await appOn(url.toString(), { DATABASE_CONNECT_TIMEOUT_MS: '300' });
+    try {
+      expect((await create(t)).statusCode).toBe(201);
+      // The server full for this role from now on: the liveness question cannot connect (53300).
+      const { rows } = await admin.query<{ n: number }>('select count(*)::int as n from pg_stat_activity where usename = $1', [role]);
+      await admin.query(`alter role ${role} connection limit ${rows[0]!.n}`);
+      await admin.query('begin');
+      await admin.query('lock table reports in exclusive mode');
+      const pending = create(t);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await admin.query('rollback');
+      const res = await pending;
+      expect(res.statusCode, res.body).toBe(201);
+    } finally {
+      await t.close();
+      await admin.query(`drop owned by ${role}`).catch(() => undefined);
+      await admin.end();
+      await database.drop();
+      const cleanup = new pg.Client({ connectionString: database.url!.replace(/\/[^/]*$/, '/test') });
+      await cleanup.connect();
+      await cleanup.query(`drop role if exists ${role}`).catch(() => undefined);
+      await cleanup.end();
+    }
+  }, 30_000);
+
   it('a full server (53300) answers 503 and does not stop the boot; the environment opens once connections are free', async () => {
     const database = await createTestDatabase();
     const role = `cms_full_${process.pid}_${++n}`;

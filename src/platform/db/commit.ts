@@ -55,7 +55,12 @@ async function cancelBackend(client: pg.ClientBase, bound: CommitBound): Promise
   canceller.on('error', () => undefined);
   try {
     await canceller.connect();
-    await canceller.query('select pg_cancel_backend($1::int)', [(client as unknown as { processID: number }).processID]);
+    // Only while that process still runs a COMMIT: the connection is destroyed once its commit ends,
+    // and its process id could by then be another session's.
+    await canceller.query(
+      "select pg_cancel_backend(pid) from pg_stat_activity where pid = $1::int and state = 'active' and query ilike 'commit%'",
+      [(client as unknown as { processID: number }).processID],
+    );
   } catch (err) {
     bound.onError?.(err as Error);
   } finally {

@@ -59,6 +59,8 @@ export class Liveness {
       void client.end().catch(() => undefined);
     } catch (err) {
       cut(client);
+      // The server answered, if only to refuse (too many connections, starting up): it is there.
+      if (err instanceof pg.DatabaseError) return;
       // A lost connection's SQLSTATE: the statements it cuts answer 503 and the pool drops the host.
       const hung = Object.assign(new Error(`the server did not answer within ${timeoutMs} ms (DATABASE_CONNECT_TIMEOUT_MS): ${(err as Error).message}`), { code: '08006' });
       for (const busy of this.busy.get(host) ?? []) cut(busy, hung);

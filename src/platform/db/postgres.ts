@@ -333,8 +333,9 @@ export function openPostgres(options: PostgresOptions): Db {
     resetStatements: () => {
       generation++;
     },
+    // Only where there is another host to choose: on one host it would only churn the pool.
     reconnect: () => {
-      generation++;
+      if (choosing) generation++;
     },
     // Waiting: for a turn (the changes first, see Turns) and, past it, for pg's own checkout.
     poolStats: () => ({ size: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount + turns.waiting.changes + turns.waiting.reads }),

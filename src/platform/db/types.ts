@@ -78,7 +78,8 @@ export interface Db extends Queryable {
   /**
    * The server answered that it does not take writes (a primary fenced read-only, its connections
    * kept open): every pooled connection is replaced at its next checkout, and new ones choose their
-   * host again, so a multi-host URL finds the new primary without a write failing first. PGlite: nothing to do.
+   * host again, so a multi-host URL finds the new primary without a write failing first. A
+   * single-host URL, and PGlite: nothing to do.
    */
   reconnect(): void;
   poolStats(): PoolStats;
