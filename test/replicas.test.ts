@@ -158,6 +158,29 @@ describe.runIf(available)('read replicas (a real streaming replica)', () => {
   });
 
 
+  it("a caller's position taken on another timeline (a failover since) sends its reads to the primary; positions are logged, so a promoted standby has them", async () => {
+    const id = await create(a);
+    const [position] = await sql(primaryUrl, "select timeline, (select relpersistence from pg_class where relname = 'read_positions') as persistence from read_positions where caller = 'key'");
+    expect(position).toMatchObject({ timeline: expect.any(Number), persistence: 'p' });
+    await until('the report on the replica', async () => (await sql(replicaUrl, 'select 1 from reports where report_id = $1', [id])).length === 1);
+    await servingAgain(b);
+    // The position as a primary before a promotion wrote it (tampering: one timeline back).
+    await sql(primaryUrl, "update read_positions set timeline = timeline - 1 where caller = 'key'");
+    const before = routed(b);
+    expect((await read(b, id)).statusCode).toBe(200);
+    expect(routed(b)).toMatchObject({ primary_behind: before.primary_behind + 1, replica: before.replica });
+    // The caller's next write records the primary's timeline again: the replica serves it once replayed.
+    const patched = await a.app.inject({ method: 'PATCH', url: `/reports/${id}/update`, headers: key, payload: { notes: 'after the failover' } });
+    expect(patched.statusCode).toBe(200);
+    const [again] = await sql(primaryUrl, "select timeline = ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int as current from read_positions where caller = 'key'");
+    expect(again).toEqual({ current: true });
+    const fromReplica = routed(b).replica;
+    await until('a read served by the replica again', async () => {
+      expect((await read(b, id)).json().report.notes).toBe('after the failover');
+      return routed(b).replica > fromReplica;
+    });
+  });
+
   it('with replay paused: the writer reads fresh from the primary, a caller who wrote nothing reads the replica', async () => {
     const director = await signedIn(a, { rank: 'Director', clearance: 5, allowlisted: true });
     const id = await create(a);

@@ -1,8 +1,10 @@
 // Read-your-writes for the replicas (replicas.ts, issue 22). Each caller's latest change is a WAL
 // position: after a request that changes something, the primary's `pg_current_wal_lsn()` (at or
-// past every commit the request made) is kept in the unlogged table `read_positions` on the primary,
-// before the answer leaves. Every instance reads the same table, so the caller's next request sees
-// its writes on whichever instance it lands.
+// past every commit the request made) is kept in the table `read_positions` on the primary, with
+// the timeline it was taken on, before the answer leaves. Every instance reads the same table, so
+// the caller's next request sees its writes on whichever instance it lands; the table is logged
+// (migration 0033), so a promoted standby has it too, and a position of another timeline than the
+// primary's (taken before a failover) does not compare: the caller reads from the primary.
 import type { Queryable } from './types.js';
 
 /**
@@ -23,22 +25,42 @@ export function formatLsn(lsn: bigint): string {
 }
 
 /**
+ * The server's timeline now (the first eight hex digits of its current WAL file name), or null on
+ * a server in recovery, which has no WAL position of its own to name.
+ */
+const TIMELINE = "case when pg_is_in_recovery() then null else ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int end";
+
+/** A position no replica reaches: the caller's read goes to the primary. */
+export const UNREACHABLE = 1n << 64n;
+
+/**
  * After a request that changed something: the primary's WAL position now (at or past every commit
  * the request made) becomes its caller's read position, on the primary, before the answer leaves.
  */
 export async function recordPosition(primary: Queryable, caller: string): Promise<void> {
   await primary.query(
-    `insert into read_positions (caller, lsn) values ($1::text, pg_current_wal_lsn())
-     on conflict (caller) do update set lsn = greatest(read_positions.lsn, excluded.lsn), updated_at = now()`,
+    `insert into read_positions (caller, lsn, timeline) values ($1::text, pg_current_wal_lsn(), ${TIMELINE})
+     on conflict (caller) do update
+       set lsn = case when read_positions.timeline is not distinct from excluded.timeline then greatest(read_positions.lsn, excluded.lsn) else excluded.lsn end,
+           timeline = excluded.timeline, updated_at = now()`,
     [caller],
     { name: 'record_read_position' },
   );
 }
 
-/** The caller's read position (0n when it changed nothing lately). */
+/**
+ * The caller's read position (0n when it changed nothing lately); UNREACHABLE when it was taken on
+ * another timeline than the primary's now (a failover since: its position does not compare).
+ * Positions the release before wrote carry no timeline and compare as they did.
+ */
 export async function positionOf(primary: Queryable, caller: string): Promise<bigint> {
-  const { rows } = await primary.query<{ lsn: string }>('select lsn::text as lsn from read_positions where caller = $1::text', [caller], { name: 'read_position' });
-  return rows[0] ? parseLsn(rows[0].lsn) : 0n;
+  const { rows } = await primary.query<{ lsn: string; same: boolean | null }>(
+    `select lsn::text as lsn, timeline is null or timeline = ${TIMELINE} as same from read_positions where caller = $1::text`,
+    [caller],
+    { name: 'read_position' },
+  );
+  if (!rows[0]) return 0n;
+  return rows[0].same === false ? UNREACHABLE : parseLsn(rows[0].lsn);
 }
 
 /** Deletes the read positions past POSITION_KEEP_MINUTES (each instance's replica poller, now and then). */

@@ -13,7 +13,7 @@ import { performance } from 'node:perf_hooks';
 import type { FastifyBaseLogger } from 'fastify';
 import { withinDeadline } from '../deadline.js';
 import { openPostgres } from './postgres.js';
-import { deleteOldPositions, formatLsn, parseLsn } from './read-positions.js';
+import { deleteOldPositions, formatLsn, parseLsn, UNREACHABLE } from './read-positions.js';
 import { isConnectionError, replicaName, type ReadRoute, type Replica, type ReplicaStatus } from './replica-state.js';
 import type { Db, QueryOptions, QueryResult, Queryable } from './types.js';
 
@@ -128,8 +128,9 @@ export class ReplicaSet {
    * else on the primary. The result is the same either way, as of a moment after that change.
    */
   async query<R>(position: bigint, text: string, values?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<R>> {
-    let replica = this.caughtUp(position);
-    if (replica === undefined && this.usable().length > 0) replica = await this.waitFor(position);
+    // A position of another timeline (a failover since) no replica can be shown to have reached.
+    let replica = position === UNREACHABLE ? undefined : this.caughtUp(position);
+    if (replica === undefined && position !== UNREACHABLE && this.usable().length > 0) replica = await this.waitFor(position);
     if (replica === undefined) {
       this.routed[this.usable().length > 0 ? 'primary_behind' : 'primary_unavailable']++;
       return this.primary.query<R>(text, values, options);
