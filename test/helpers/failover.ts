@@ -1,7 +1,8 @@
 // The failover test's pair of clusters (scripts/failover-clusters.sh: cms_failover_a on 5451,
 // cms_failover_b on 5452, roles that swap), and a recorder of every answer a write load gets.
 import { execFile } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
@@ -55,6 +56,34 @@ const version = () => readdirSync('/etc/postgresql').sort((a, b) => Number(a) - 
 
 export async function ctl(index: number, ...args: string[]): Promise<void> {
   await run('pg_ctlcluster', ['--skip-systemctl-redirect', version(), CLUSTERS[index]!, ...args]);
+}
+
+const PAIR_LOCK = join(tmpdir(), 'cms-failover-pair.lock');
+
+/**
+ * The pair for one test file at a time: the slow step runs two files at once, and two files
+ * failing over and repairing the same clusters together break each other. Waits for the lock (a
+ * lock file naming its process; one whose process is gone is taken over); returns its release.
+ */
+export async function lockPair(): Promise<() => void> {
+  for (;;) {
+    try {
+      const fd = openSync(PAIR_LOCK, 'wx');
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      return () => rmSync(PAIR_LOCK, { force: true });
+    } catch {
+      const holder = Number(readFileSync(PAIR_LOCK, { encoding: 'utf8', flag: 'a+' }) || 0);
+      let alive = holder > 0;
+      try {
+        if (alive) process.kill(holder, 0);
+      } catch {
+        alive = false;
+      }
+      if (!alive) rmSync(PAIR_LOCK, { force: true });
+      else await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
 }
 
 /** Makes the pair whole again: the primary kept, the other its synchronous standby (a new base backup if need be). */

@@ -19,7 +19,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLUSTERS, ctl, multiHostUrl, pairAnswers, port, PORTS, primaryIndex, Recorder, repairPair, setReadOnly, sql, urlAt } from '../helpers/failover.js';
+import { CLUSTERS, ctl, lockPair, multiHostUrl, pairAnswers, port, PORTS, primaryIndex, Recorder, repairPair, setReadOnly, sql, urlAt } from '../helpers/failover.js';
 import { chatId } from '../helpers/identity.js';
 import { SECRETS } from '../helpers/realtime.js';
 import { answering, freePort, startService, type Service } from '../helpers/service-process.js';
@@ -29,6 +29,13 @@ const available = onPostgres && (await pairAnswers());
 if (onPostgres && !available && process.env.FAILOVER_TESTS_REQUIRED === '1') {
   throw new Error(`FAILOVER_TESTS_REQUIRED=1 but no PostgreSQL primary answers on ports ${PORTS.join(' and ')}: run scripts/failover-clusters.sh`);
 }
+
+// One test file at a time on the pair (lockPair): the slow step runs two files at once.
+let releasePair: (() => void) | undefined;
+beforeAll(async () => {
+  if (available) releasePair = await lockPair();
+}, 900_000);
+afterAll(() => releasePair?.());
 const run = promisify(execFile);
 const hex = () => randomBytes(4).toString('hex');
 const KEY = 'frozen-production-key-000000000000';
