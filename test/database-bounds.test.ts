@@ -52,6 +52,31 @@ describe.runIf(onPostgres)('bounds on PostgreSQL', () => {
     return createTestApp({ env: { PRODUCTION_DATABASE_URL: url, ...env }, openDb: { production: (e) => defaultOpenDb(config, silentLog)(e) } });
   };
 
+  /**
+   * A database of its own with a login role of its own (`setUp` gives it what it needs), for `use`
+   * as that role's URL; the role and database go afterwards.
+   */
+  async function asRole(name: string, setUp: (admin: pg.Client, role: string) => Promise<void>, use: (url: string, admin: pg.Client, role: string) => Promise<void>) {
+    const database = await createTestDatabase();
+    const role = `cms_${name}_${process.pid}_${++n}`;
+    const admin = new pg.Client({ connectionString: database.url });
+    await admin.connect();
+    await setUp(admin, role);
+    const url = new URL(database.url!);
+    url.username = role;
+    try {
+      await use(url.toString(), admin, role);
+    } finally {
+      await admin.query(`drop owned by ${role}`).catch(() => undefined);
+      await admin.end();
+      await database.drop();
+      const cleanup = new pg.Client({ connectionString: database.url!.replace(/\/[^/]*$/, '/test') });
+      await cleanup.connect();
+      await cleanup.query(`drop role if exists ${role}`).catch(() => undefined);
+      await cleanup.end();
+    }
+  }
+
   describe('a server that stops answering', () => {
     let database: TestDatabase;
     let proxy: FreezableProxy;
@@ -128,70 +153,52 @@ describe.runIf(onPostgres)('bounds on PostgreSQL', () => {
   }, 30_000);
 
   it('a statement slow behind a lock on a server that is full is not taken for a hung server: the server refused the question, so it is there', async () => {
-    const database = await createTestDatabase();
-    const role = `cms_busy_${process.pid}_${++n}`;
-    const admin = new pg.Client({ connectionString: database.url });
-    await admin.connect();
-    await admin.query(`create role ${role} login`);
-    await admin.query(`grant all on all tables in schema public to ${role}; grant all on all sequences in schema public to ${role}`);
-    const url = new URL(database.url!);
-    url.username = role;
-    const t = await appOn(url.toString(), { DATABASE_CONNECT_TIMEOUT_MS: '300' });
-    try {
-      expect((await create(t)).statusCode).toBe(201);
-      // The server full for this role from now on: the liveness question cannot connect (53300).
-      const { rows } = await admin.query<{ n: number }>('select count(*)::int as n from pg_stat_activity where usename = $1', [role]);
-      await admin.query(`alter role ${role} connection limit ${rows[0]!.n}`);
-      await admin.query('begin');
-      await admin.query('lock table reports in exclusive mode');
-      const pending = create(t);
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
-      await admin.query('rollback');
-      const res = await pending;
-      expect(res.statusCode, res.body).toBe(201);
-    } finally {
-      await t.close();
-      await admin.query(`drop owned by ${role}`).catch(() => undefined);
-      await admin.end();
-      await database.drop();
-      const cleanup = new pg.Client({ connectionString: database.url!.replace(/\/[^/]*$/, '/test') });
-      await cleanup.connect();
-      await cleanup.query(`drop role if exists ${role}`).catch(() => undefined);
-      await cleanup.end();
-    }
+    const setUp = async (admin: pg.Client, role: string) => {
+      await admin.query(`create role ${role} login`);
+      await admin.query(`grant all on all tables in schema public to ${role}; grant all on all sequences in schema public to ${role}`);
+    };
+    await asRole('busy', setUp, async (url, admin, role) => {
+      const t = await appOn(url, { DATABASE_CONNECT_TIMEOUT_MS: '300' });
+      try {
+        expect((await create(t)).statusCode).toBe(201);
+        // The server full for this role from now on: the liveness question cannot connect (53300).
+        const { rows } = await admin.query<{ n: number }>('select count(*)::int as n from pg_stat_activity where usename = $1', [role]);
+        await admin.query(`alter role ${role} connection limit ${rows[0]!.n}`);
+        await admin.query('begin');
+        await admin.query('lock table reports in exclusive mode');
+        const pending = create(t);
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        await admin.query('rollback');
+        const res = await pending;
+        expect(res.statusCode, res.body).toBe(201);
+      } finally {
+        await t.close();
+      }
+    });
   }, 30_000);
 
   it('a full server (53300) answers 503 and does not stop the boot; the environment opens once connections are free', async () => {
-    const database = await createTestDatabase();
-    const role = `cms_full_${process.pid}_${++n}`;
-    const admin = new pg.Client({ connectionString: database.url });
-    await admin.connect();
-    await admin.query(`create role ${role} login connection limit 0`);
-    await admin.query(`grant all on database ${new URL(database.url!).pathname.slice(1)} to ${role}`);
-    const url = new URL(database.url!);
-    url.username = role;
-    const t = await appOn(url.toString());
-    try {
-      const res = await create(t);
-      expect({ status: res.statusCode, body: res.json() }).toEqual({ status: 503, body: NOT_OPEN });
-      // Migrated by the server's superuser already: the role needs the tables' rights too.
-      await admin.query(`grant all on all tables in schema public to ${role}; grant all on all sequences in schema public to ${role}`);
-      await admin.query(`alter role ${role} connection limit -1`);
-      let again = await create(t);
-      for (let i = 0; again.statusCode === 503 && i < 50; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        again = await create(t);
+    const setUp = async (admin: pg.Client, role: string) => {
+      await admin.query(`create role ${role} login connection limit 0`);
+      await admin.query(`grant all on database ${admin.database} to ${role}`);
+    };
+    await asRole('full', setUp, async (url, admin, role) => {
+      const t = await appOn(url);
+      try {
+        const res = await create(t);
+        expect({ status: res.statusCode, body: res.json() }).toEqual({ status: 503, body: NOT_OPEN });
+        // Migrated by the server's superuser already: the role needs the tables' rights too.
+        await admin.query(`grant all on all tables in schema public to ${role}; grant all on all sequences in schema public to ${role}`);
+        await admin.query(`alter role ${role} connection limit -1`);
+        let again = await create(t);
+        for (let i = 0; again.statusCode === 503 && i < 50; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          again = await create(t);
+        }
+        expect(again.statusCode, again.body).toBe(201);
+      } finally {
+        await t.close();
       }
-      expect(again.statusCode, again.body).toBe(201);
-    } finally {
-      await t.close();
-      await admin.query(`drop owned by ${role}`).catch(() => undefined);
-      await admin.end();
-      await database.drop();
-      const cleanup = new pg.Client({ connectionString: database.url!.replace(/\/[^/]*$/, '/test') });
-      await cleanup.connect();
-      await cleanup.query(`drop role if exists ${role}`).catch(() => undefined);
-      await cleanup.end();
-    }
+    });
   }, 30_000);
 });

@@ -6,52 +6,22 @@
 // cancel kills that innocent statement: it answers 503 "canceling statement due to user request".
 // New connections are slow here (a proxy holds them 1.5 s: a loaded server forking backends,
 // slow auth, a TLS handshake); without the delay the window is a few ms but still there.
-import net from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultOpenDb } from '../src/platform/environment-db.js';
 import { createTestApp, PRODUCTION_KEY, silentLog, testConfig, type TestApp } from './helpers/app.js';
 import { chatId } from './helpers/identity.js';
 import { createTestDatabase, onPostgres, type TestDatabase } from './helpers/stores.js';
-
-/** A proxy whose NEW connections wait `delay.ms` before they are forwarded. */
-async function slowConnectProxy(target: { host: string; port: number }) {
-  const delay = { ms: 0 };
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    sockets.add(client);
-    client.pause();
-    client.on('error', () => client.destroy());
-    setTimeout(() => {
-      const upstream = net.connect(target.port, target.host);
-      sockets.add(upstream);
-      client.pipe(upstream).pipe(client);
-      const end = () => (client.destroy(), upstream.destroy());
-      client.on('close', end);
-      upstream.on('error', end).on('close', end);
-      client.resume();
-    }, delay.ms);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  return {
-    delay,
-    through: (url: string) => Object.assign(new URL(url), { hostname: '127.0.0.1', port: String(port) }).toString(),
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
+import { freezableProxy, type FreezableProxy } from './helpers/tcp-proxy.js';
 
 describe.runIf(onPostgres)('the COMMIT cancel and a reused connection', () => {
   let database: TestDatabase;
-  let proxy: Awaited<ReturnType<typeof slowConnectProxy>>;
+  let proxy: FreezableProxy;
   let t: TestApp;
   beforeAll(async () => {
     database = await createTestDatabase();
     const url = new URL(database.url!);
-    proxy = await slowConnectProxy({ host: url.hostname, port: Number(url.port || 5432) });
+    proxy = await freezableProxy({ host: url.hostname, port: Number(url.port || 5432) });
     const env = {
       PRODUCTION_DATABASE_URL: proxy.through(database.url!),
       DATABASE_POOL_SIZE: '1',
@@ -75,7 +45,7 @@ describe.runIf(onPostgres)('the COMMIT cancel and a reused connection', () => {
     await database.db.exec(`
       create function review_slow_commit() returns trigger language plpgsql as $$ begin perform pg_sleep(3.2); return null; end $$;
       create constraint trigger review_slow_commit after insert on reports deferrable initially deferred for each row execute function review_slow_commit();`);
-    proxy.delay.ms = 1_500;
+    proxy.connectDelayMs = 1_500;
     const locker = new pg.Client({ connectionString: database.url });
     await locker.connect();
     try {

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
+import { afterAll, beforeAll } from 'vitest';
 import pg from 'pg';
 import { insertAgent } from '../../src/agents/queries.js';
 import { createSession, SESSION_COOKIE } from '../../src/platform/auth/sessions.js';
@@ -84,6 +85,24 @@ export async function lockPair(): Promise<() => void> {
       else await new Promise((resolve) => setTimeout(resolve, 500));
     }
   }
+}
+
+/**
+ * Whether this test file may use the pair: PostgreSQL and a primary answering (with
+ * FAILOVER_TESTS_REQUIRED=1, CI, a missing pair fails instead), and, when it may, the pair is this
+ * file's alone from its first test to its last (lockPair). Call at the top of the file.
+ */
+export async function usePair(onPostgres: boolean): Promise<boolean> {
+  const available = onPostgres && (await pairAnswers());
+  if (onPostgres && !available && process.env.FAILOVER_TESTS_REQUIRED === '1') {
+    throw new Error(`FAILOVER_TESTS_REQUIRED=1 but no PostgreSQL primary answers on ports ${PORTS.join(' and ')}: run scripts/failover-clusters.sh`);
+  }
+  let release: (() => void) | undefined;
+  beforeAll(async () => {
+    if (available) release = await lockPair();
+  }, 900_000);
+  afterAll(() => release?.());
+  return available;
 }
 
 /** Makes the pair whole again: the primary kept, the other its synchronous standby (a new base backup if need be). */

@@ -1,13 +1,16 @@
 // A TCP proxy in front of a database server that can be frozen: it stops forwarding in both
 // directions without closing anything, as a hung server or a network partition that sends no
 // resets does (issue 40), and new connections are accepted and held unanswered meanwhile. Thawed,
-// everything held flows again. A test's own, on loopback.
+// everything held flows again. `connectDelayMs` holds each new connection that long before it is
+// forwarded (a loaded server forking backends, a TLS handshake). A test's own, on loopback.
 import net from 'node:net';
 
 export interface FreezableProxy {
   port: number;
   /** `url` with its host and port replaced by the proxy's. */
   through(url: string): string;
+  /** How long each new connection waits before it is forwarded (0: at once). */
+  connectDelayMs: number;
   freeze(): void;
   thaw(): void;
   close(): Promise<void>;
@@ -35,11 +38,16 @@ export async function freezableProxy(target: { host: string; port: number }): Pr
     pairs.add(pair);
     client.pause();
     client.on('error', () => client.destroy());
-    if (!frozen) link(pair);
+    const forward = () => {
+      if (!frozen && pair[1] === undefined && !client.destroyed) link(pair);
+    };
+    if (proxy.connectDelayMs > 0) setTimeout(forward, proxy.connectDelayMs);
+    else forward();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as net.AddressInfo).port;
-  return {
+  const proxy: FreezableProxy = {
+    connectDelayMs: 0,
     port,
     through: (url) => {
       const u = new URL(url);
@@ -72,4 +80,5 @@ export async function freezableProxy(target: { host: string; port: number }): Pr
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+  return proxy;
 }

@@ -17,23 +17,14 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { seedActions } from '../../bench/lib/queue-seed.js';
 import { openPostgres } from '../../src/platform/db/postgres.js';
 import { createTestApp, PRODUCTION_KEY, type TestApp } from '../helpers/app.js';
-import { ctl, lockPair, multiHostUrl, pairAnswers, pollReady, port, PORTS, primaryIndex, Recorder, repairPair, seedTrainer, setReadOnly, sql, urlAt } from '../helpers/failover.js';
+import { ctl, multiHostUrl, pollReady, port, primaryIndex, Recorder, repairPair, seedTrainer, setReadOnly, sql, urlAt, usePair } from '../helpers/failover.js';
 import { chatId } from '../helpers/identity.js';
 import { connect, SECRETS, subscribe } from '../helpers/realtime.js';
 import { answering, freePort, startService, type Service } from '../helpers/service-process.js';
 import { onPostgres } from '../helpers/stores.js';
 
-const available = onPostgres && (await pairAnswers());
-if (onPostgres && !available && process.env.FAILOVER_TESTS_REQUIRED === '1') {
-  throw new Error(`FAILOVER_TESTS_REQUIRED=1 but no PostgreSQL primary answers on ports ${PORTS.join(' and ')}: run scripts/failover-clusters.sh`);
-}
-
-// One test file at a time on the pair (lockPair): the slow step runs two files at once.
-let releasePair: (() => void) | undefined;
-beforeAll(async () => {
-  if (available) releasePair = await lockPair();
-}, 900_000);
-afterAll(() => releasePair?.());
+// The pair, this file's alone while it runs (usePair).
+const available = await usePair(onPostgres);
 const hex = () => randomBytes(4).toString('hex');
 const report = (id: string) => ({ report_id: id, reporter: chatId(), reported: chatId(), reason: 'Failover', notes: 'n', evidence: 'e' });
 

@@ -19,23 +19,14 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLUSTERS, ctl, lockPair, multiHostUrl, pairAnswers, port, PORTS, primaryIndex, Recorder, repairPair, setReadOnly, sql, urlAt } from '../helpers/failover.js';
+import { CLUSTERS, ctl, multiHostUrl, port, primaryIndex, Recorder, repairPair, setReadOnly, sql, urlAt, usePair } from '../helpers/failover.js';
 import { chatId } from '../helpers/identity.js';
 import { SECRETS } from '../helpers/realtime.js';
 import { answering, freePort, startService, type Service } from '../helpers/service-process.js';
 import { onPostgres } from '../helpers/stores.js';
 
-const available = onPostgres && (await pairAnswers());
-if (onPostgres && !available && process.env.FAILOVER_TESTS_REQUIRED === '1') {
-  throw new Error(`FAILOVER_TESTS_REQUIRED=1 but no PostgreSQL primary answers on ports ${PORTS.join(' and ')}: run scripts/failover-clusters.sh`);
-}
-
-// One test file at a time on the pair (lockPair): the slow step runs two files at once.
-let releasePair: (() => void) | undefined;
-beforeAll(async () => {
-  if (available) releasePair = await lockPair();
-}, 900_000);
-afterAll(() => releasePair?.());
+// The pair, this file's alone while it runs (usePair).
+const available = await usePair(onPostgres);
 const run = promisify(execFile);
 const hex = () => randomBytes(4).toString('hex');
 const KEY = 'frozen-production-key-000000000000';
@@ -59,7 +50,7 @@ const signal = (pids: number[], name: NodeJS.Signals) => pids.forEach((pid) => {
 });
 
 /** A database on the pair's primary and a service instance on it (through the multi-host URL). */
-async function serviceOnPair(database: string): Promise<{ service: Service; oldPrimary: number }> {
+async function serviceOnPair(database: string, env: Record<string, string> = {}): Promise<{ service: Service; oldPrimary: number }> {
   await repairPair();
   const oldPrimary = (await primaryIndex())!;
   await sql(urlAt(port(oldPrimary)), `create database ${database}`);
@@ -72,6 +63,7 @@ async function serviceOnPair(database: string): Promise<{ service: Service; oldP
     LOG_LEVEL: 'warn',
     DATA_DIR: ':memory:',
     PORT: String(await freePort()),
+    ...env,
   });
   await answering(service);
   return { service, oldPrimary };
@@ -219,20 +211,7 @@ describe.runIf(available)('a synchronous standby that stops acknowledging', () =
   }, 180_000);
 
   it('a commit cancelled while it waits for the standby is 503, not an acknowledgement', async () => {
-    await repairPair();
-    primary = (await primaryIndex())!;
-    await sql(urlAt(port(primary)), `create database ${database}`);
-    service = startService({
-      PRODUCTION_DATABASE_URL: multiHostUrl(database),
-      PRODUCTION_API_KEY: KEY,
-      DEMO_API_KEY: `${KEY}-demo`,
-      ...SECRETS,
-      DATABASE_STATEMENT_TIMEOUT_MS: '1000',
-      LOG_LEVEL: 'warn',
-      DATA_DIR: ':memory:',
-      PORT: String(await freePort()),
-    });
-    await answering(service);
+    ({ service, oldPrimary: primary } = await serviceOnPair(database, { DATABASE_STATEMENT_TIMEOUT_MS: '1000' }));
     const create = async (id: string) => {
       const res = await fetch(`${service!.url}/reports/create`, { method: 'POST', headers: { authorization: KEY, 'content-type': 'application/json' }, body: JSON.stringify({ report_id: id, reporter: chatId(), reported: chatId(), reason: 'Unacknowledged', notes: 'n', evidence: 'e' }) });
       return { status: res.status, body: (await res.json()) as { code?: string } };
