@@ -35,17 +35,22 @@ export async function sql<R extends pg.QueryResultRow = Record<string, any>>(url
   }
 }
 
-/** Which of the two is the primary now (0 or 1), or undefined when no primary answers. */
+/**
+ * Which of the two is the primary now (0 or 1), or undefined when no primary answers. Of two
+ * primaries (a promoted standby beside an old primary still up), the later timeline's, as
+ * scripts/failover-clusters.sh chooses: the old one's commits wait for a standby it lost.
+ */
 export async function primaryIndex(): Promise<number | undefined> {
-  for (const i of [0, 1]) {
+  let best: { index: number; timeline: number } | undefined;
+  for (const index of [0, 1]) {
     try {
-      const [row] = await sql(urlAt(port(i)), 'select pg_is_in_recovery() as recovery');
-      if (row?.recovery === false) return i;
+      const [row] = await sql(urlAt(port(index)), 'select pg_is_in_recovery() as recovery, (select timeline_id from pg_control_checkpoint()) as timeline');
+      if (row?.recovery === false && (best === undefined || row.timeline > best.timeline)) best = { index, timeline: row.timeline };
     } catch {
       // not answering
     }
   }
-  return undefined;
+  return best?.index;
 }
 
 /** The pair is there: a primary answers on one of its ports (repairPair makes the other its standby). */

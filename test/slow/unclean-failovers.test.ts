@@ -164,7 +164,10 @@ describe.runIf(available)('a primary fenced read-only, then the standby promoted
   }, 120_000);
 
   afterAll(async () => {
-    await setReadOnly(port(oldPrimary), false).catch(() => undefined);
+    // The fenced node is a second primary once the standby is promoted: it leaves, as a failover
+    // manager would take it away. Unfenced and kept, it took cleanUp's DROP DATABASE, whose commit
+    // waited for a synchronous standby it no longer has, and the hook hung (CI on 7a59bd5).
+    await ctl(oldPrimary, 'stop', '-m', 'immediate').catch(() => undefined);
     await cleanUp(service, database);
   }, 180_000);
 
