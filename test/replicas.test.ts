@@ -293,6 +293,32 @@ describe.runIf(available)('read replicas (a real streaming replica)', () => {
     }
   });
 
+  it("a replica without the mark of the primary's timeline (as one a failover left on the old timeline) serves no read until it has it", async () => {
+    // The slow step's test/slow/replica-timeline.test.ts leaves a real replica on an old timeline;
+    // here the mark is taken away on the primary (tampering), and the replica replays that.
+    const director = await signedIn(a, { rank: 'Director', clearance: 5, allowlisted: true });
+    const id = await create(a);
+    const [mark] = await sql(primaryUrl, 'select timeline from timeline_marks');
+    expect(mark).toBeDefined();
+    await sql(primaryUrl, 'delete from timeline_marks');
+    try {
+      await until('the replica to be off the timeline', () => replicas(a).status()[0]!.state === 'other_timeline');
+      const db = await health(a, director.headers);
+      expect(db.status).toBe('warn');
+      expect(db.reasons.join(' ')).toMatch(/not on the primary's timeline: skipped/);
+      expect(db.replicas[0]).toMatchObject({ state: 'other_timeline', lag_s: null });
+      await sql(primaryUrl, "delete from read_positions where caller = 'key'");
+      const before = routed(a);
+      const res = await read(a, id);
+      expect(res.statusCode).toBe(200);
+      expect(routed(a).replica).toBe(before.replica);
+      expect(routed(a).primary_unavailable).toBeGreaterThan(before.primary_unavailable);
+    } finally {
+      await sql(primaryUrl, 'insert into timeline_marks (timeline) values ($1) on conflict do nothing', [mark!.timeline]);
+    }
+    await servingAgain(a);
+  });
+
   it('the replica stopped: no request fails, health says it is down; started again: reads return to it (counted)', async () => {
     const director = await signedIn(a, { rank: 'Director', clearance: 5, allowlisted: true });
     const id = await create(a);

@@ -97,7 +97,8 @@ function retentionFinding(retention: RetentionHealth): Finding {
 function replicaFinding(replica: ReplicaStatus): Finding {
   if (replica.state === 'ok' || replica.state === 'starting') return null;
   if (replica.state === 'lagging') return ['warn', `replica ${replica.name} is ${replica.lag_s} s behind the primary: skipped (REPLICA_MAX_LAG_SECONDS)`];
-  return ['warn', `replica ${replica.name} is ${replica.state === 'down' ? 'down' : 'not in recovery'}: skipped (${replica.last_error})`];
+  const what = { down: 'down', not_in_recovery: 'not in recovery', other_timeline: "not on the primary's timeline" }[replica.state];
+  return ['warn', `replica ${replica.name} is ${what}: skipped (${replica.last_error})`];
 }
 
 export interface HealthInputs {

@@ -57,7 +57,7 @@ export const DatabaseSection = section('The environment database: reachable in t
     Type.Object(
       {
         name: Type.String({ description: 'host:port/database of the replica (no credentials)' }),
-        state: stringEnum(['ok', 'lagging', 'down', 'not_in_recovery', 'starting'] as const, { description: "ok: serves reads; lagging: further behind than REPLICA_MAX_LAG_SECONDS; down: not answering; not_in_recovery: not a replica (promoted, or a primary's URL); starting: not polled yet" }),
+        state: stringEnum(['ok', 'lagging', 'down', 'not_in_recovery', 'other_timeline', 'starting'] as const, { description: "ok: serves reads; lagging: further behind than REPLICA_MAX_LAG_SECONDS; down: not answering; not_in_recovery: not a replica (promoted, or a primary's URL); other_timeline: not following the primary's timeline (left on the old one by a failover, or not caught up with the switch yet); starting: not polled yet" }),
         lag_s: nullableNumber('Seconds since the primary was last at a position this replica has replayed (0: caught up; null: down)'),
         replayed_lsn: Type.Union([Type.String(), Type.Null()], { description: "The replica's pg_last_wal_replay_lsn() as this instance last read it" }),
         paused: Type.Boolean({ description: 'Replay is paused on the replica (pg_wal_replay_pause())' }),

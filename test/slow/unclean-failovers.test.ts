@@ -19,17 +19,17 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLUSTERS, ctl, multiHostUrl, port, primaryIndex, Recorder, repairPair, setReadOnly, sql, urlAt, usePair } from '../helpers/failover.js';
+import { CLUSTERS, ctl, port, Recorder, setReadOnly, sql, urlAt, usePair } from '../helpers/failover.js';
 import { chatId } from '../helpers/identity.js';
-import { SECRETS } from '../helpers/realtime.js';
-import { answering, freePort, startService, type Service } from '../helpers/service-process.js';
+import { cleanUp, PAIR_KEY, promote, serviceOnPair } from '../helpers/pair-service.js';
+import type { Service } from '../helpers/service-process.js';
 import { onPostgres } from '../helpers/stores.js';
 
 // The pair, this file's alone while it runs (usePair).
 const available = await usePair(onPostgres);
 const run = promisify(execFile);
 const hex = () => randomBytes(4).toString('hex');
-const KEY = 'frozen-production-key-000000000000';
+const KEY = PAIR_KEY;
 
 /** The postmaster of cluster `index` and every process it started. */
 async function processesOf(index: number): Promise<number[]> {
@@ -48,44 +48,6 @@ const signal = (pids: number[], name: NodeJS.Signals) => pids.forEach((pid) => {
     // gone already
   }
 });
-
-/** A database on the pair's primary and a service instance on it (through the multi-host URL). */
-async function serviceOnPair(database: string, env: Record<string, string> = {}): Promise<{ service: Service; oldPrimary: number }> {
-  await repairPair();
-  const oldPrimary = (await primaryIndex())!;
-  await sql(urlAt(port(oldPrimary)), `create database ${database}`);
-  const service = startService({
-    PRODUCTION_DATABASE_URL: multiHostUrl(database),
-    PRODUCTION_API_KEY: KEY,
-    DEMO_API_KEY: `${KEY}-demo`,
-    ...SECRETS,
-    DATABASE_POOL_SIZE: '4',
-    LOG_LEVEL: 'warn',
-    DATA_DIR: ':memory:',
-    PORT: String(await freePort()),
-    ...env,
-  });
-  await answering(service);
-  return { service, oldPrimary };
-}
-
-/** Promotes the standby of the pair and lets it commit alone (a failover manager's two steps). */
-async function promote(standby: number): Promise<number> {
-  await ctl(standby, 'promote');
-  const promoted = performance.now();
-  await sql(urlAt(port(standby)), "alter system set synchronous_standby_names = ''");
-  await sql(urlAt(port(standby)), 'select pg_reload_conf()');
-  return promoted;
-}
-
-async function cleanUp(service: Service | undefined, database: string): Promise<void> {
-  service?.child.kill('SIGKILL');
-  await service?.exited;
-  const primary = await primaryIndex();
-  if (primary !== undefined) await sql(urlAt(port(primary)), `drop database if exists ${database} with (force)`).catch(() => undefined);
-  // The old primary becomes the new one's standby (a new base backup): CI can run this again.
-  await repairPair();
-}
 
 describe.runIf(available)('a primary that hangs, then the standby promoted', () => {
   let service: Service;

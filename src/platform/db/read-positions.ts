@@ -5,6 +5,7 @@
 // the caller's next request sees its writes on whichever instance it lands; the table is logged
 // (migration 0033), so a promoted standby has it too, and a position of another timeline than the
 // primary's (taken before a failover) does not compare: the caller reads from the primary.
+import { TIMELINE_SQL as TIMELINE } from './timelines.js';
 import type { Queryable } from './types.js';
 
 /**
@@ -23,12 +24,6 @@ export function parseLsn(text: string): bigint {
 export function formatLsn(lsn: bigint): string {
   return `${(lsn >> 32n).toString(16).toUpperCase()}/${(lsn & 0xffffffffn).toString(16).toUpperCase()}`;
 }
-
-/**
- * The server's timeline now (the first eight hex digits of its current WAL file name), or null on
- * a server in recovery, which has no WAL position of its own to name.
- */
-const TIMELINE = "case when pg_is_in_recovery() then null else ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int end";
 
 /** A position no replica reaches: the caller's read goes to the primary. */
 export const UNREACHABLE = 1n << 64n;

@@ -3,7 +3,7 @@
 import { describeConnectionUrl } from './connection-url.js';
 import type { Db } from './types.js';
 
-export type ReplicaState = 'ok' | 'lagging' | 'down' | 'not_in_recovery' | 'starting';
+export type ReplicaState = 'ok' | 'lagging' | 'down' | 'not_in_recovery' | 'other_timeline' | 'starting';
 
 /** Why a read went where it went (a metric's label). */
 export type ReadRoute = 'replica' | 'primary_behind' | 'primary_unavailable' | 'primary_error';

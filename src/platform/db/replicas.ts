@@ -9,12 +9,16 @@
 //   REPLICA_MAX_LAG_SECONDS: the time since the primary was last at a position the replica has
 //   replayed (measured against the primary's own positions, so no clocks are compared and an idle
 //   primary means no lag). A read that fails on a replica is answered by the primary, never failed.
+// - A replica serves only while it follows the primary's timeline (timelines.ts): one a failover
+//   left on the old timeline may hold rows the new primary never received, and its replay
+//   position does not compare with the new primary's.
 import { performance } from 'node:perf_hooks';
 import type { FastifyBaseLogger } from 'fastify';
 import { withinDeadline } from '../deadline.js';
 import { openPostgres } from './postgres.js';
 import { deleteOldPositions, formatLsn, parseLsn, UNREACHABLE } from './read-positions.js';
 import { isConnectionError, replicaName, type ReadRoute, type Replica, type ReplicaStatus } from './replica-state.js';
+import { MARKED_TIMELINE_SQL, markTimeline, TIMELINE_SQL } from './timelines.js';
 import type { Db, QueryOptions, QueryResult, Queryable } from './types.js';
 
 export { formatLsn, parseLsn, positionOf, recordPosition } from './read-positions.js';
@@ -66,6 +70,9 @@ export class ReplicaSet {
   private readonly pollMs: number;
   private readonly log: FastifyBaseLogger;
   private lastCleanup = 0;
+  /** The primary's timeline as the poller last read it, and the one it has marked (timelines.ts). */
+  private primaryTimeline: number | undefined;
+  private marked: number | undefined;
 
   constructor(options: ReplicaSetOptions) {
     this.primary = options.primary;
@@ -94,6 +101,12 @@ export class ReplicaSet {
   /** Polls once (so the first reads already know the replicas), then every POLL_MS. */
   async start(): Promise<void> {
     await this.poll();
+    // A mark the first poll wrote takes the replicas a moment to replay: asked again for a little
+    // while, so that the first reads already have them.
+    for (let i = 0; i < 10 && this.replicas.some((r) => r.state === 'other_timeline'); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await this.poll();
+    }
     const tick = () => {
       if (this.closed) return;
       this.polling = this.poll().finally(() => {
@@ -156,6 +169,12 @@ export class ReplicaSet {
     return parseLsn(rows[0]!.lsn);
   }
 
+  /** The primary's WAL position and timeline now (the poller's sample). */
+  private async primaryNow(): Promise<{ lsn: bigint; timeline: number }> {
+    const { rows } = await this.primary.query<{ lsn: string; timeline: number }>(`select pg_current_wal_lsn()::text as lsn, ${TIMELINE_SQL} as timeline`, [], { name: 'primary_wal_now' });
+    return { lsn: parseLsn(rows[0]!.lsn), timeline: rows[0]!.timeline };
+  }
+
   private usable(): Replica[] {
     return this.replicas.filter((r) => r.state === 'ok');
   }
@@ -184,11 +203,15 @@ export class ReplicaSet {
     }
   }
 
-  /** Reads one replica's replay position (and whether replay is paused); false when it did not answer. */
+  /**
+   * Reads one replica's replay position (and whether replay is paused); false when it did not
+   * answer or may not serve (not a replica, or not on the primary's timeline).
+   */
   private async probe(replica: Replica, deadlineMs: number): Promise<boolean> {
-    const read = replica.db.query<{ recovery: boolean; replayed: string | null; paused: boolean }>(
+    const read = replica.db.query<{ recovery: boolean; replayed: string | null; paused: boolean; timeline: number | null }>(
       `select pg_is_in_recovery() as recovery, pg_last_wal_replay_lsn()::text as replayed,
-              case when pg_is_in_recovery() then pg_is_wal_replay_paused() else false end as paused`,
+              case when pg_is_in_recovery() then pg_is_wal_replay_paused() else false end as paused,
+              ${MARKED_TIMELINE_SQL} as timeline`,
       [],
       { name: 'replica_probe' },
     );
@@ -202,6 +225,13 @@ export class ReplicaSet {
     if (!row.recovery) {
       replica.state = 'not_in_recovery';
       replica.lastError = 'not a replica: pg_is_in_recovery() is false (promoted, or the URL names a primary)';
+      replica.lagS = null;
+      return false;
+    }
+    if (row.timeline !== this.primaryTimeline) {
+      // Unknown on the primary (not read yet) counts as another timeline: the primary answers.
+      replica.state = 'other_timeline';
+      replica.lastError = `not on the primary's timeline ${this.primaryTimeline ?? '(not read yet)'}: it has replayed the mark of timeline ${row.timeline ?? '(none)'} at the latest (left on an old timeline by a failover, or not caught up with the switch yet)`;
       replica.lagS = null;
       return false;
     }
@@ -223,9 +253,19 @@ export class ReplicaSet {
   /** The poller's pass: the primary's position, then each replica's state and lag. */
   private async poll(): Promise<void> {
     const now = performance.now();
-    const primary = await withinDeadline(this.primaryPosition(), PROBE_DEADLINE_MS);
+    const primary = await withinDeadline(this.primaryNow(), PROBE_DEADLINE_MS);
     if (primary !== undefined) {
-      this.samples.push({ at: now, lsn: primary });
+      if (primary.timeline !== this.primaryTimeline) {
+        // Positions of another timeline do not compare: the lag is measured afresh.
+        this.samples.length = 0;
+        this.primaryTimeline = primary.timeline;
+      }
+      if (this.marked !== primary.timeline) {
+        // A read-only primary (fenced) cannot mark: asked again at the next poll.
+        const marked = await withinDeadline(markTimeline(this.primary, primary.timeline).then(() => true, () => false), PROBE_DEADLINE_MS);
+        if (marked) this.marked = primary.timeline;
+      }
+      this.samples.push({ at: now, lsn: primary.lsn });
       // Keep the samples of the last stretch that can matter (past the lag limit, a replica is skipped anyway).
       const horizon = now - Math.max(2 * this.maxLagMs, 10_000);
       while (this.samples.length > 1 && this.samples[1]!.at < horizon) this.samples.shift();
@@ -234,7 +274,7 @@ export class ReplicaSet {
       this.replicas.map(async (replica) => {
         const before = replica.state;
         // A replica's position may go back only when it was rebuilt: take its answer afresh.
-        if (before === 'down' || before === 'starting' || before === 'not_in_recovery') replica.replayed = 0n;
+        if (before !== 'ok' && before !== 'lagging') replica.replayed = 0n;
         if (await this.probe(replica, PROBE_DEADLINE_MS)) {
           replica.lastError = null;
           replica.lagS = this.lagOf(replica.replayed, performance.now());
