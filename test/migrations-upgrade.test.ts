@@ -6,7 +6,7 @@
 // catches: scripts/upgrade-check.ts, in .ci/run.
 import { describe, expect, it } from 'vitest';
 import { loadMigrations } from '../src/platform/db/migrate.js';
-import { findBreakingStatements, RULE_FROM_VERSION, RULES, uniqueIndexNames, unwaivedFindings, waivers, type RuleName } from './helpers/upgrade-rules.js';
+import { CONCURRENT_INDEX_FROM_VERSION, findBreakingStatements, RULE_FROM_VERSION, RULES, uniqueIndexNames, unwaivedFindings, waivers, type RuleName } from './helpers/upgrade-rules.js';
 
 // The unique indexes earlier migrations made: dropping one of them breaks the release before.
 const UNIQUE = uniqueIndexNames(['create unique index reports_page_idx on reports (creation_order)']);
@@ -36,7 +36,9 @@ describe('the rule, statement by statement', () => {
     ['add-constraint', 'alter table t add constraint t_fkey foreign key (a, b) references reports (report_id, creation_order) on delete set null (b)'],
     ['add-constraint', 'alter table reports add constraint reports_life_key unique (report_id, creation_order)'],
     ['add-constraint', 'alter table reports add check (length(reason) < 10)'],
-    ['unique-index', 'create unique index reports_x on reports (reporter)'],
+    ['unique-index', 'create unique index concurrently if not exists reports_x on reports (reporter)'],
+    ['blocking-index', 'create index reports_x on reports (reporter)'],
+    ['blocking-index', 'create index if not exists on only reports (reporter)'],
   ];
   it.each(breaking)('%s: %s', (rule, sql) => {
     expect(rulesOf(`${sql};`)).toEqual([rule]);
@@ -55,7 +57,7 @@ describe('the rule, statement by statement', () => {
     'alter table reports add column deleted_report bigint references deleted_reports (id)',
     'alter table reports alter column reason drop not null',
     'alter table reports alter column status set default \'Open\'',
-    'create index reports_x on reports (reporter)',
+    'create index concurrently if not exists reports_x on reports (reporter)',
     'drop index reports_created_at_idx',
     'create or replace function f() returns trigger language plpgsql as $$ begin drop table x; alter table y drop column z; return new; end $$',
     "insert into settings (k, v) values ('drop table x', 'rename')",
@@ -93,7 +95,7 @@ describe('the migrations', () => {
     expect(ruled.length).toBeGreaterThan(0);
     for (const m of ruled) {
       const uniqueBefore = uniqueIndexNames(migrations.filter((earlier) => earlier.version < m.version).map((earlier) => earlier.sql));
-      expect([fileName(m), unwaivedFindings(m.sql, uniqueBefore)]).toEqual([fileName(m), []]);
+      expect([fileName(m), unwaivedFindings(m.sql, uniqueBefore, m.version)]).toEqual([fileName(m), []]);
     }
   });
 
@@ -112,5 +114,12 @@ describe('the migrations', () => {
   it('the migrations before the rule would not all pass it: 0024 dropped a table in the release that stopped using it', () => {
     const m24 = migrations.find((m) => m.version === 24)!;
     expect(findBreakingStatements(m24.sql).map((f) => f.rule)).toContain('drop-table');
+  });
+
+  it(`the migrations before ${String(CONCURRENT_INDEX_FROM_VERSION).padStart(4, '0')} would not all pass its index rule: 0027 built 17 indexes on existing tables in its transaction`, () => {
+    const m27 = migrations.find((m) => m.version === 27)!;
+    expect(findBreakingStatements(m27.sql).filter((f) => f.rule === 'blocking-index')).toHaveLength(17);
+    expect(unwaivedFindings(m27.sql, undefined, 27).filter((f) => f.rule === 'blocking-index')).toEqual([]);
+    expect(unwaivedFindings(m27.sql, undefined, CONCURRENT_INDEX_FROM_VERSION).filter((f) => f.rule === 'blocking-index')).toHaveLength(17);
   });
 });

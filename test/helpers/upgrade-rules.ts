@@ -7,11 +7,16 @@
 
 /** Migrations from this number on follow the rule; 0001 to 0024 predate it. */
 export const RULE_FROM_VERSION = 25;
+/**
+ * Migrations from this number on build an index on an existing table CONCURRENTLY (issue 40,
+ * 'blocking-index'); 0027 built 17 in its transaction, each stopping its table's writes.
+ */
+export const CONCURRENT_INDEX_FROM_VERSION = 35;
 
 export type RuleName =
   | 'drop-table' | 'drop-view' | 'drop-function' | 'drop-object' | 'drop-index' | 'drop-trigger'
   | 'drop-column' | 'drop-constraint' | 'drop-default' | 'rename' | 'alter-type' | 'set-not-null'
-  | 'not-null-column' | 'add-constraint' | 'unique-index';
+  | 'not-null-column' | 'add-constraint' | 'unique-index' | 'blocking-index';
 
 /** What each rule refuses, and why the release before breaks on it. */
 export const RULES: Record<RuleName, string> = {
@@ -30,6 +35,8 @@ export const RULES: Record<RuleName, string> = {
   'not-null-column': 'the release before inserts without the new column (give it a default, or fill it by trigger and waive)',
   'add-constraint': 'the release before writes rows without knowing it (a check, foreign key, unique or exclusion constraint on an existing table)',
   'unique-index': 'the release before writes rows without knowing it',
+  'blocking-index':
+    'a plain CREATE INDEX on an existing table stops its writes until the build ends (seconds on a large table): build it with CREATE INDEX CONCURRENTLY IF NOT EXISTS in a `--! no-transaction` migration',
 };
 
 export interface Finding {
@@ -160,6 +167,8 @@ export function findBreakingStatements(sql: string, uniqueIndexes?: Set<string>)
     else {
       const unique = new RegExp(String.raw`^create unique index (?:concurrently )?(?:if not exists )?(?:\S+ )?on (?:only )?${NAME}`).exec(s);
       if (unique && !created.has(unique[1]!)) add('unique-index', s);
+      const plain = new RegExp(String.raw`^create (?:unique )?index (?!concurrently )(?:if not exists )?(?:\S+ )?on (?:only )?${NAME}`).exec(s);
+      if (plain && !created.has(plain[1]!)) add('blocking-index', s);
     }
   }
   return findings;
@@ -172,8 +181,13 @@ export function waivers(sql: string): Map<string, string> {
   return found;
 }
 
-/** What stays refused once the file's waivers are applied; a waiver needs a reason of a few words. */
-export function unwaivedFindings(sql: string, uniqueIndexes?: Set<string>): Finding[] {
+/**
+ * What stays refused once the file's waivers are applied; a waiver needs a reason of a few words.
+ * `version`: the migration's number ('blocking-index' holds from CONCURRENT_INDEX_FROM_VERSION on).
+ */
+export function unwaivedFindings(sql: string, uniqueIndexes?: Set<string>, version = Infinity): Finding[] {
   const waived = waivers(sql);
-  return findBreakingStatements(sql, uniqueIndexes).filter((f) => (waived.get(f.rule)?.split(/\s+/).length ?? 0) < 4);
+  return findBreakingStatements(sql, uniqueIndexes)
+    .filter((f) => f.rule !== 'blocking-index' || version >= CONCURRENT_INDEX_FROM_VERSION)
+    .filter((f) => (waived.get(f.rule)?.split(/\s+/).length ?? 0) < 4);
 }

@@ -1,17 +1,22 @@
 // Forward-only numbered SQL migrations (migrations/0001_name.sql), each applied in its own
 // transaction and recorded with its name, checksum and time. Every transaction first takes one
-// advisory lock, so instances booting together on PostgreSQL apply each file exactly once.
+// advisory lock, so instances booting together on PostgreSQL apply each file exactly once. A
+// migration whose first line is `--! no-transaction` runs statement by statement under the same
+// lock held by its session (migrate-statements.ts: concurrent index builds, batched rewrites).
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '../paths.js';
-import type { Db, Tx } from './types.js';
+import { inTransactionForm, NO_TRANSACTION, splitStatements, type MigrationStatement } from './migrate-statements.js';
+import type { Db, Queryable, Tx } from './types.js';
 
 export interface Migration {
   version: number;
   name: string;
   sql: string;
   checksum: string;
+  /** Its statements when it runs outside a transaction (`--! no-transaction`); undefined: one transaction. */
+  statements?: MigrationStatement[];
 }
 
 const MIGRATIONS_DIR = join(PROJECT_ROOT, 'migrations');
@@ -39,7 +44,8 @@ export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
       const version = Number(match[1]);
       if (version !== index + 1) throw new Error(`Migration ${file} is out of sequence: expected number ${index + 1}`);
       const sql = readFileSync(join(dir, file), 'utf8');
-      return { version, name: match[2]!, sql, checksum: createHash('sha256').update(sql).digest('hex') };
+      const statements = NO_TRANSACTION.test(sql) ? splitStatements(file, sql) : undefined;
+      return { version, name: match[2]!, sql, checksum: createHash('sha256').update(sql).digest('hex'), statements };
     });
   return migrations;
 }
@@ -49,19 +55,70 @@ export async function migrate(db: Db, migrations: Migration[] = loadMigrations()
   if (await allRecorded(db, migrations)) return [];
   const applied: number[] = [];
   for (const migration of migrations) {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const didApply = await db.transaction((tx) => applyMigration(tx, migration, { lockTimeoutMs: MIGRATION_LOCK_TIMEOUT_MS }));
-        if (didApply) applied.push(migration.version);
-        break;
-      } catch (err) {
-        if ((err as { code?: string }).code !== LOCK_NOT_AVAILABLE || attempt >= MIGRATION_LOCK_ATTEMPTS) throw err;
-        // The writes queued behind it go first; then the migration asks again.
-        await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 100 * attempt)));
-      }
-    }
+    const didApply = migration.statements
+      ? await applyOutsideTransaction(db, migration, migration.statements)
+      : await withLockRetries(() => db.transaction((tx) => applyMigration(tx, migration, { lockTimeoutMs: MIGRATION_LOCK_TIMEOUT_MS })));
+    if (didApply) applied.push(migration.version);
   }
   return applied;
+}
+
+/** `fn` again after a pause while it gives up on a lock (55P03), MIGRATION_LOCK_ATTEMPTS times in all. */
+async function withLockRetries<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if ((err as { code?: string }).code !== LOCK_NOT_AVAILABLE || attempt >= MIGRATION_LOCK_ATTEMPTS) throw err;
+      // The writes queued behind it go first; then the migration asks again.
+      await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 100 * attempt)));
+    }
+  }
+}
+
+/**
+ * A `--! no-transaction` migration, statement by statement, each committed on its own, under the
+ * migrations' lock held by this session (`db` is one session: Db.direct). Cut short, it runs again
+ * from its first statement at the next start: its statements are written to allow that.
+ */
+async function applyOutsideTransaction(db: Db, migration: Migration, statements: MigrationStatement[]): Promise<boolean> {
+  await db.query('select pg_advisory_lock($1::bigint)', [MIGRATION_LOCK_KEY]);
+  try {
+    await db.exec(SCHEMA_MIGRATIONS);
+    if (await isRecorded(db, migration)) return false;
+    for (const statement of statements) {
+      // A concurrent build waits for the transactions before it without stopping any write: no
+      // lock_timeout, which would only leave an invalid index behind.
+      await db.exec(`set lock_timeout = ${statement.concurrentIndex ? 0 : MIGRATION_LOCK_TIMEOUT_MS}`);
+      await withLockRetries(async () => {
+        if (statement.concurrentIndex) await dropInvalidIndex(db, statement.concurrentIndex);
+        await runStatement(db, statement, statement.sql);
+      });
+    }
+    await record(db, migration);
+    return true;
+  } finally {
+    await db.exec('reset lock_timeout').catch(() => undefined);
+    await db.query('select pg_advisory_unlock($1::bigint)', [MIGRATION_LOCK_KEY]).catch(() => undefined);
+  }
+}
+
+/** One statement; a batch marked `--! repeat until no rows` until it changes none. */
+async function runStatement(db: Queryable, statement: MigrationStatement, sql: string): Promise<void> {
+  for (;;) {
+    const { rowCount } = await db.query(sql);
+    if (!statement.repeat || rowCount === 0) return;
+  }
+}
+
+/** A concurrent build cut short leaves its index behind, invalid: dropped, so the build runs again. */
+async function dropInvalidIndex(db: Db, name: string): Promise<void> {
+  const { rows } = await db.query<{ invalid: boolean }>(
+    `select not i.indisvalid as invalid from pg_index i join pg_class c on c.oid = i.indexrelid
+      where c.relname = $1::text and c.relnamespace = current_schema()::regnamespace`,
+    [name],
+  );
+  if (rows[0]?.invalid) await db.exec(`drop index concurrently if exists "${name.replace(/"/g, '""')}"`);
 }
 
 /**
@@ -84,26 +141,36 @@ export async function applyMigration(tx: Tx, migration: Migration, options: { lo
   await tx.query('select pg_advisory_xact_lock($1::bigint)', [MIGRATION_LOCK_KEY]);
   // After the advisory lock: an instance waiting while another migrates is not giving up.
   if (options.lockTimeoutMs !== undefined) await tx.exec(`set local lock_timeout = ${Math.round(options.lockTimeoutMs)}`);
-  await tx.exec(`create table if not exists schema_migrations (
-    version integer primary key,
-    name text not null,
-    checksum text not null,
-    applied_at timestamptz not null default now()
-  )`);
-  const { rows } = await tx.query<{ checksum: string }>('select checksum from schema_migrations where version = $1::int', [migration.version]);
-  if (rows[0]) {
-    if (rows[0].checksum !== migration.checksum) {
-      throw new Error(`Migration ${migration.version}_${migration.name} was changed after it was applied; add a new migration instead`);
-    }
-    return false;
+  await tx.exec(SCHEMA_MIGRATIONS);
+  if (await isRecorded(tx, migration)) return false;
+  if (migration.statements) {
+    // In one transaction (move-to-postgres fills an empty database so): without CONCURRENTLY.
+    for (const statement of migration.statements) await runStatement(tx, statement, inTransactionForm(statement));
+  } else {
+    await tx.exec(migration.sql);
   }
-  await tx.exec(migration.sql);
-  await tx.query('insert into schema_migrations (version, name, checksum) values ($1::int, $2::text, $3::text)', [
-    migration.version,
-    migration.name,
-    migration.checksum,
-  ]);
+  await record(tx, migration);
   return true;
+}
+
+const SCHEMA_MIGRATIONS = `create table if not exists schema_migrations (
+  version integer primary key,
+  name text not null,
+  checksum text not null,
+  applied_at timestamptz not null default now()
+)`;
+
+/** Whether it is recorded already, unchanged (a changed one is refused). */
+async function isRecorded(db: Queryable, migration: Migration): Promise<boolean> {
+  const { rows } = await db.query<{ checksum: string }>('select checksum from schema_migrations where version = $1::int', [migration.version]);
+  if (rows[0] && rows[0].checksum !== migration.checksum) {
+    throw new Error(`Migration ${migration.version}_${migration.name} was changed after it was applied; add a new migration instead`);
+  }
+  return rows[0] !== undefined;
+}
+
+async function record(db: Queryable, migration: Migration): Promise<void> {
+  await db.query('insert into schema_migrations (version, name, checksum) values ($1::int, $2::text, $3::text)', [migration.version, migration.name, migration.checksum]);
 }
 
 export interface AppliedMigration {

@@ -321,8 +321,8 @@ export function openPostgres(options: PostgresOptions): Db {
     // A connection of its own, opened for `fn` and closed after: migrations and verify-audit are
     // rare, and keeping one open would hold a server connection the pooler is there to save.
     async direct(fn) {
-      // The pool itself, but where its sessions carry a statement timeout (a migration may run longer).
-      if (!pooled && options.statementTimeoutMillis === undefined) return fn(db);
+      // Always one session: a migration outside a transaction holds the migrations' lock on it
+      // (migrate.ts), and its statements run without the pool's statement timeout.
       const session = openPostgres({ ...options, connectionString: direct, directConnectionString: undefined, statementTimeoutMillis: undefined, max: 1, applicationName: `${options.applicationName ?? 'case-management-service'}:direct` });
       try {
         return await fn(session);

@@ -64,8 +64,9 @@ export interface Db extends Queryable {
   /** LISTEN on a channel (PostgreSQL: a dedicated connection, re-established when lost). */
   listen(channel: string, listener: Listener): Promise<() => Promise<void>>;
   /**
-   * Runs `fn` on PostgreSQL itself rather than through a connection pooler (<ENV>_DATABASE_DIRECT_URL):
-   * migrations and verify-audit. Without a pooler (and on PGlite) `fn` gets this Db.
+   * Runs `fn` on PostgreSQL itself rather than through a connection pooler (<ENV>_DATABASE_DIRECT_URL),
+   * on one session of its own without a statement timeout: migrations and verify-audit. On PGlite
+   * `fn` gets this Db (one connection already).
    */
   direct<T>(fn: (db: Db) => Promise<T>): Promise<T>;
   /**

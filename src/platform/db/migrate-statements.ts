@@ -1,0 +1,57 @@
+// The statements of a migration that runs outside a transaction (issue 40): a migration whose
+// first line is `--! no-transaction` (graphile-migrate's marker) builds its indexes with CREATE
+// INDEX CONCURRENTLY, which PostgreSQL refuses inside a transaction and which lets writes go on
+// while it builds, and rewrites a large table in batches, each committed on its own. A plain
+// CREATE INDEX holds a lock that stops every write to the table until its transaction ends: for
+// a table of a million rows, seconds of 503s while a release migrates.
+//
+// Such a file is split into statements (dbgate-query-splitter: quotes, dollar quotes and comments
+// understood) and each runs on its own. Two markers, in a comment line just before a statement:
+// - `--! repeat until no rows`: the statement (an UPDATE or DELETE of a bounded batch, `where id in
+//   (select ... limit 5000)`) runs again until it changes no row, each time committed alone;
+// and each `create [unique] index concurrently` must say `if not exists`, so that a migration cut
+// short runs again from its first statement (a failed concurrent build leaves an invalid index
+// behind, dropped before the next try).
+import { postgreSplitterOptions, splitQuery } from 'dbgate-query-splitter';
+
+export const NO_TRANSACTION = /^--! no-transaction[ \t]*(\r?\n|$)/;
+const REPEAT = /^--! repeat until no rows[ \t]*$/m;
+/** Leading comments and blank lines of a statement as the splitter gives it. */
+const LEADING_COMMENTS = /^(\s*(--[^\n]*(\n|$)|\/\*[\s\S]*?\*\/))*\s*/;
+const CONCURRENT_INDEX = /^create\s+(unique\s+)?index\s+concurrently\s+(if\s+not\s+exists\s+)?("[^"]+"|[a-z_][a-z0-9_$]*)/i;
+const CONCURRENTLY = /^((create\s+(unique\s+)?index|drop\s+index|reindex\s+(index|table))\s+)concurrently\s+/i;
+
+export interface MigrationStatement {
+  /** The statement, its leading comments left out. */
+  sql: string;
+  /** Run again until it changes no row (a batch of a large rewrite). */
+  repeat: boolean;
+  /** The index a concurrent build creates: an invalid one of that name is dropped before it runs. */
+  concurrentIndex?: string;
+}
+
+/** The statements of a `--! no-transaction` migration; throws naming what is wrong with one. */
+export function splitStatements(file: string, sql: string): MigrationStatement[] {
+  const statements = splitQuery(sql, postgreSplitterOptions)
+    .map((raw) => String(raw))
+    .map((raw) => {
+      const head = LEADING_COMMENTS.exec(raw)![0];
+      const text = raw.slice(head.length).trim();
+      const index = CONCURRENT_INDEX.exec(text);
+      if (index && !index[2]) throw new Error(`Migration ${file}: "${text.slice(0, 60)}…" must say IF NOT EXISTS (a migration outside a transaction runs again from its start after a failure)`);
+      return { sql: text, repeat: REPEAT.test(head), concurrentIndex: index ? index[3]!.replace(/^"|"$/g, '') : undefined };
+    })
+    .filter((statement) => statement.sql.length > 0);
+  for (const statement of statements) {
+    if (statement.repeat && !/^(update|delete|with)\b/i.test(statement.sql)) throw new Error(`Migration ${file}: "--! repeat until no rows" marks an UPDATE or DELETE, not "${statement.sql.slice(0, 60)}…"`);
+  }
+  return statements;
+}
+
+/**
+ * The statement as it runs inside a transaction (move-to-postgres builds an empty database in one):
+ * CONCURRENTLY left out, which a transaction refuses and an empty table does not need.
+ */
+export function inTransactionForm(statement: MigrationStatement): string {
+  return statement.sql.replace(CONCURRENTLY, '$1');
+}
