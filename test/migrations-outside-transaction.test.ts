@@ -7,8 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { splitStatements } from '../src/platform/db/migrate-statements.js';
+import { checkMarkers, inTransactionForm, splitStatements } from '../src/platform/db/migrate-statements.js';
 import { applyMigration, loadMigrations, migrate } from '../src/platform/db/migrate.js';
+import { openPostgres } from '../src/platform/db/postgres.js';
 import { PROJECT_ROOT } from '../src/platform/paths.js';
 import { createTestApp, type TestApp } from './helpers/app.js';
 import { onPostgres, storeName } from './helpers/stores.js';
@@ -50,8 +51,30 @@ delete from t where id in (select id from t limit 10);
   });
 
   it('refuses a concurrent build without IF NOT EXISTS and a repeat marker on anything but a batch, naming the file', () => {
-    expect(() => splitStatements('0099_x.sql', '--! no-transaction\ncreate index concurrently t_idx on t (x);\n')).toThrow(/0099_x\.sql: "create index concurrently t_idx on t \(x\)…" must say IF NOT EXISTS/);
+    expect(() => splitStatements('0099_x.sql', '--! no-transaction\ncreate index concurrently t_idx on t (x);\n')).toThrow(/0099_x\.sql: "create index concurrently t_idx on t \(x\)…" must name its index and say IF NOT EXISTS/);
+    expect(() => splitStatements('0099_x.sql', '--! no-transaction\ncreate /* built late */ index\n  concurrently t_idx on t (x);\n')).toThrow(/must name its index and say IF NOT EXISTS/);
     expect(() => splitStatements('0099_x.sql', '--! no-transaction\n--! repeat until no rows\nselect 1;\n')).toThrow(/0099_x\.sql: "--! repeat until no rows" marks an UPDATE or DELETE/);
+    // A WITH ... SELECT counts the rows it returns (one, always): it would never stop.
+    expect(() => splitStatements('0099_x.sql', '--! no-transaction\n--! repeat until no rows\nwith d as (delete from t where id in (select id from t limit 10) returning 1) select count(*) from d;\n')).toThrow(/marks an UPDATE or DELETE/);
+  });
+
+  it('refuses a marker in a file whose first line is not the no-transaction marker (it would run in one transaction, each batch once)', () => {
+    for (const sql of ['-- 0036: fill v\n--! no-transaction\nselect 1;\n', '\n--! no-transaction\nselect 1;\n', '--!  no-transaction\nselect 1;\n', '--! NO-TRANSACTION\nselect 1;\n']) {
+      expect(() => checkMarkers('0099_x.sql', sql)).toThrow(/0099_x\.sql: a --! marker in a file whose first line is not exactly "--! no-transaction"/);
+    }
+    expect(() => checkMarkers('0099_x.sql', '--! no-transaction\r\nselect 1;\r\n')).not.toThrow();
+    expect(() => checkMarkers('0099_x.sql', "select '--! not a marker';\n")).not.toThrow();
+  });
+
+  it('names an index as PostgreSQL does (unquoted folded, quoted kept), and its in-transaction form leaves CONCURRENTLY out past comments', () => {
+    const [mixed, quoted, commented] = splitStatements(
+      '0099_x.sql',
+      '--! no-transaction\ncreate unique index concurrently if not exists T_Code_Idx on t (code);\ncreate index concurrently if not exists "Odd ""Name""" on t (code);\ncreate /* late */ index concurrently if not exists t_late_idx on t (code);\n',
+    );
+    expect([mixed!.concurrentIndex, quoted!.concurrentIndex, commented!.concurrentIndex]).toEqual(['t_code_idx', 'Odd "Name"', 't_late_idx']);
+    expect(inTransactionForm(commented!)).toBe('create   index if not exists t_late_idx on t (code)');
+    const [drop] = splitStatements('0099_x.sql', '--! no-transaction\ndrop index concurrently if exists t_old_idx;\n');
+    expect(inTransactionForm(drop!)).toBe('drop index if exists t_old_idx');
   });
 });
 
@@ -85,9 +108,9 @@ describe(`a --! no-transaction migration, on ${storeName}`, () => {
     await expect(t.db.production.direct((d) => migrate(d, changed))).rejects.toThrow(/Migration \d+_outside_check_1 was changed after it was applied/);
   });
 
-  it('a concurrent build cut short leaves an invalid index, dropped and built again at the next start', async () => {
+  it('a concurrent build cut short leaves an invalid index, dropped and built again at the next start (its name in capitals, which PostgreSQL folds)', async () => {
     const fill = "create table unique_check (id integer primary key, code text not null);\ninsert into unique_check select n, 'c' || (n % 500) from generate_series(1, 1000) n;\n";
-    const build = '--! no-transaction\ncreate unique index concurrently if not exists unique_check_code_idx on unique_check (code);\n';
+    const build = '--! no-transaction\ncreate unique index concurrently if not exists Unique_Check_Code_Idx on unique_check (code);\n';
     const migrations = loadMigrations(withMigrations([fill, build]));
     const db = t.db.production;
     // Duplicate codes: the build fails (23505) and leaves its index behind, invalid.
@@ -173,4 +196,69 @@ describe.runIf(onPostgres)('a concurrent index build on a large table, with writ
     expect(blocked.lockWaitsSeen).toBeGreaterThan(0);
     expect(concurrent.lockWaitsSeen).toBe(0);
   }, 120_000);
+});
+
+describe.runIf(onPostgres)('instances migrating together, one migration outside a transaction', () => {
+  let t: TestApp;
+  beforeEach(async () => {
+    t = await createTestApp();
+  });
+  afterEach(() => t?.close());
+
+  const instance = () => openPostgres({ connectionString: t.urls.production!, max: 2 });
+  const rows = async (sql: string) => (await t.db.production.query(sql)).rows;
+
+  it('a statement that gave up on a lock and tried again kept the migration to one instance (the retry takes the lock again)', async () => {
+    const dir = withMigrations([
+      'create table lock_check (id integer);\ncreate table lock_check_runs (pid integer not null default pg_backend_pid());\n',
+      '--! no-transaction\nalter table lock_check add column if not exists x integer;\ninsert into lock_check_runs default values;\nselect pg_sleep(1.5);\n',
+    ]);
+    const migrations = loadMigrations(dir);
+    const [a, b] = [instance(), instance()];
+    try {
+      await a.direct((d) => migrate(d, migrations.slice(0, -1)));
+      // An operator's long transaction holds the table: the first statement gives up and tries again.
+      const blocker = new pg.Client({ connectionString: t.urls.production });
+      await blocker.connect();
+      await blocker.query('begin');
+      await blocker.query('lock table lock_check in access exclusive mode');
+      const first = a.direct((d) => migrate(d, migrations));
+      setTimeout(() => void blocker.query('commit').then(() => blocker.end()), 1_500);
+      while ((await rows('select 1 from lock_check_runs')).length === 0) await new Promise((resolve) => setTimeout(resolve, 50));
+      // The second instance boots while the first runs the statements after its retry.
+      const second = b.direct((d) => migrate(d, migrations));
+      const applied = await Promise.all([first, second]);
+      const last = migrations.at(-1)!.version;
+      expect(applied).toEqual([[last], []]);
+      expect(await rows('select count(*)::int as n from lock_check_runs')).toEqual([{ n: 1 }]);
+      expect(await rows(`select version from schema_migrations where version = ${last}`)).toEqual([{ version: last }]);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  }, 30_000);
+
+  it('a concurrent build while another instance of this release, and one of the release before, boot: no deadlock, built once', async () => {
+    const dir = withMigrations([
+      'create table together_check (id integer primary key, label text not null);\ninsert into together_check select n, md5(n::text) from generate_series(1, 300000) n;\n',
+      '--! no-transaction\nselect pg_sleep(0.5);\ncreate index concurrently if not exists together_check_label_idx on together_check (label);\n',
+    ]);
+    const migrations = loadMigrations(dir);
+    const [a, b, before] = [instance(), instance(), instance()];
+    try {
+      await a.direct((d) => migrate(d, migrations.slice(0, -1)));
+      const first = a.direct((d) => migrate(d, migrations));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      // The release before knows every migration but the last: its boot takes the transactional
+      // path for each (its count differs from the table's), as 0.3.0 does.
+      const results = await Promise.allSettled([first, b.direct((d) => migrate(d, migrations)), before.direct((d) => migrate(d, migrations.slice(0, -1)))]);
+      const last = migrations.at(-1)!.version;
+      expect(results).toEqual([{ status: 'fulfilled', value: [last] }, { status: 'fulfilled', value: [] }, { status: 'fulfilled', value: [] }]);
+      expect(await rows("select i.indisvalid as valid from pg_index i join pg_class c on c.oid = i.indexrelid where c.relname = 'together_check_label_idx'")).toEqual([{ valid: true }]);
+    } finally {
+      await a.close();
+      await b.close();
+      await before.close();
+    }
+  }, 60_000);
 });

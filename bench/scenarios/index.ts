@@ -7,6 +7,7 @@ import { reportsAtScale } from './reports-at-scale.js';
 import { embeddedStartup } from './embedded-startup.js';
 import { gameLookup } from './game-lookup.js';
 import { metricsOverhead } from './metrics-overhead.js';
+import { migrationUnderLoad } from './migration-under-load.js';
 import { poolerCost } from './pooler-cost.js';
 import { queueDrain } from './queue-drain.js';
 import { realtimeFanout, realtimeFanoutTenfold } from './realtime-fanout.js';
@@ -17,4 +18,4 @@ import { trainingClassroom } from './training-classroom.js';
 import { visibilityCost } from './visibility-cost.js';
 
 /** Run order; a new scenario is one file in this folder (single routes against the bare hello-world: one entry in single-route.ts) plus one entry here. */
-export const scenarios: Scenario[] = [root, generateCase, authMe, metricsOverhead, embeddedStartup, reportCreate, reportsAtScale, queuePoll, queueDrain, adminHealth, gameLookup, trainingClassroom, realtimeFanout, realtimeFanoutTenfold, auditSealing, dataGrowth, visibilityCost, poolerCost, subjectPrivacy, soakScenario];
+export const scenarios: Scenario[] = [root, generateCase, authMe, metricsOverhead, embeddedStartup, reportCreate, reportsAtScale, queuePoll, queueDrain, adminHealth, gameLookup, trainingClassroom, realtimeFanout, realtimeFanoutTenfold, auditSealing, dataGrowth, visibilityCost, poolerCost, subjectPrivacy, migrationUnderLoad, soakScenario];

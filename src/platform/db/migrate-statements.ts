@@ -15,10 +15,14 @@
 import { postgreSplitterOptions, splitQuery } from 'dbgate-query-splitter';
 
 export const NO_TRANSACTION = /^--! no-transaction[ \t]*(\r?\n|$)/;
-const REPEAT = /^--! repeat until no rows[ \t]*$/m;
+const REPEAT = /^--! repeat until no rows[ \t]*\r?$/m;
+/** Any marker line: in a file without the first line's marker, one is a mistake (it would run in one transaction). */
+const ANY_MARKER = /^[ \t]*--!/m;
 /** Leading comments and blank lines of a statement as the splitter gives it. */
 const LEADING_COMMENTS = /^(\s*(--[^\n]*(\n|$)|\/\*[\s\S]*?\*\/))*\s*/;
-const CONCURRENT_INDEX = /^create\s+(unique\s+)?index\s+concurrently\s+(if\s+not\s+exists\s+)?("[^"]+"|[a-z_][a-z0-9_$]*)/i;
+const CONCURRENT_INDEX = /^create\s+(unique\s+)?index\s+concurrently\s+(if\s+not\s+exists\s+)?("(?:[^"]|"")+"|[a-z_][a-z0-9_$]*)?/i;
+/** Comments inside a statement, left out where its head is matched (not where it runs). */
+const INNER_COMMENTS = /\/\*[\s\S]*?\*\/|--[^\n]*/g;
 const CONCURRENTLY = /^((create\s+(unique\s+)?index|drop\s+index|reindex\s+(index|table))\s+)concurrently\s+/i;
 
 export interface MigrationStatement {
@@ -30,6 +34,21 @@ export interface MigrationStatement {
   concurrentIndex?: string;
 }
 
+/** PostgreSQL's name for an identifier as written: quoted kept (its "" one "), unquoted folded to lower case. */
+function identifierName(written: string): string {
+  return written.startsWith('"') ? written.slice(1, -1).replace(/""/g, '"') : written.toLowerCase();
+}
+
+/**
+ * Throws when a file that does not start with `--! no-transaction` has a marker: a header comment
+ * before it, or a misspelling, would run the file in one transaction and a batch only once.
+ */
+export function checkMarkers(file: string, sql: string): void {
+  if (!NO_TRANSACTION.test(sql) && ANY_MARKER.test(sql)) {
+    throw new Error(`Migration ${file}: a --! marker in a file whose first line is not exactly "--! no-transaction"`);
+  }
+}
+
 /** The statements of a `--! no-transaction` migration; throws naming what is wrong with one. */
 export function splitStatements(file: string, sql: string): MigrationStatement[] {
   const statements = splitQuery(sql, postgreSplitterOptions)
@@ -37,13 +56,14 @@ export function splitStatements(file: string, sql: string): MigrationStatement[]
     .map((raw) => {
       const head = LEADING_COMMENTS.exec(raw)![0];
       const text = raw.slice(head.length).trim();
-      const index = CONCURRENT_INDEX.exec(text);
-      if (index && !index[2]) throw new Error(`Migration ${file}: "${text.slice(0, 60)}…" must say IF NOT EXISTS (a migration outside a transaction runs again from its start after a failure)`);
-      return { sql: text, repeat: REPEAT.test(head), concurrentIndex: index ? index[3]!.replace(/^"|"$/g, '') : undefined };
+      const index = CONCURRENT_INDEX.exec(text.replace(INNER_COMMENTS, ' ').replace(/\s+/g, ' '));
+      if (index && (!index[2] || !index[3])) throw new Error(`Migration ${file}: "${text.slice(0, 60)}…" must name its index and say IF NOT EXISTS (a migration outside a transaction runs again from its start after a failure)`);
+      return { sql: text, repeat: REPEAT.test(head), concurrentIndex: index ? identifierName(index[3]!) : undefined };
     })
     .filter((statement) => statement.sql.length > 0);
   for (const statement of statements) {
-    if (statement.repeat && !/^(update|delete|with)\b/i.test(statement.sql)) throw new Error(`Migration ${file}: "--! repeat until no rows" marks an UPDATE or DELETE, not "${statement.sql.slice(0, 60)}…"`);
+    // An UPDATE's or DELETE's count is of the rows it changed; a WITH ... SELECT counts what it returns, never 0.
+    if (statement.repeat && !/^(update|delete)\b/i.test(statement.sql)) throw new Error(`Migration ${file}: "--! repeat until no rows" marks an UPDATE or DELETE, not "${statement.sql.slice(0, 60)}…"`);
   }
   return statements;
 }
@@ -53,5 +73,6 @@ export function splitStatements(file: string, sql: string): MigrationStatement[]
  * CONCURRENTLY left out, which a transaction refuses and an empty table does not need.
  */
 export function inTransactionForm(statement: MigrationStatement): string {
-  return statement.sql.replace(CONCURRENTLY, '$1');
+  const bare = statement.sql.replace(INNER_COMMENTS, ' ').trim();
+  return CONCURRENTLY.test(bare) ? bare.replace(CONCURRENTLY, '$1') : statement.sql;
 }

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '../paths.js';
-import { inTransactionForm, NO_TRANSACTION, splitStatements, type MigrationStatement } from './migrate-statements.js';
+import { checkMarkers, inTransactionForm, NO_TRANSACTION, splitStatements, type MigrationStatement } from './migrate-statements.js';
 import type { Db, Queryable, Tx } from './types.js';
 
 export interface Migration {
@@ -23,6 +23,16 @@ const MIGRATIONS_DIR = join(PROJECT_ROOT, 'migrations');
 const FILE_NAME = /^(\d{4})_([a-z0-9_-]+)\.sql$/;
 // Any fixed 64-bit number; it only has to be the same for every instance of this service.
 const MIGRATION_LOCK_KEY = 4_207_110_913;
+/**
+ * The lock a `--! no-transaction` migration holds, a key of its own. Its concurrent index build
+ * waits for every transaction older than it, and a transaction waiting for MIGRATION_LOCK_KEY (an
+ * instance booting meanwhile, of this release or the one before) would wait for the build in
+ * turn: a deadlock. Nothing waits on this key inside a transaction (it is polled, not waited for),
+ * and migrations still go one at a time: each instance takes them in order, and one that reaches
+ * this migration unrecorded polls until it is done.
+ */
+const NO_TRANSACTION_LOCK_KEY = 4_207_110_914;
+const NO_TRANSACTION_LOCK_POLL_MS = 200;
 
 /**
  * How long a migration's statement waits for a table lock (issue 40). A migration that waits
@@ -44,6 +54,7 @@ export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
       const version = Number(match[1]);
       if (version !== index + 1) throw new Error(`Migration ${file} is out of sequence: expected number ${index + 1}`);
       const sql = readFileSync(join(dir, file), 'utf8');
+      checkMarkers(file, sql);
       const statements = NO_TRANSACTION.test(sql) ? splitStatements(file, sql) : undefined;
       return { version, name: match[2]!, sql, checksum: createHash('sha256').update(sql).digest('hex'), statements };
     });
@@ -64,10 +75,10 @@ export async function migrate(db: Db, migrations: Migration[] = loadMigrations()
 }
 
 /** `fn` again after a pause while it gives up on a lock (55P03), MIGRATION_LOCK_ATTEMPTS times in all. */
-async function withLockRetries<T>(fn: () => Promise<T>): Promise<T> {
+async function withLockRetries<T>(fn: (attempt: number) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await fn();
+      return await fn(attempt);
     } catch (err) {
       if ((err as { code?: string }).code !== LOCK_NOT_AVAILABLE || attempt >= MIGRATION_LOCK_ATTEMPTS) throw err;
       // The writes queued behind it go first; then the migration asks again.
@@ -77,29 +88,49 @@ async function withLockRetries<T>(fn: () => Promise<T>): Promise<T> {
 }
 
 /**
- * A `--! no-transaction` migration, statement by statement, each committed on its own, under the
- * migrations' lock held by this session (`db` is one session: Db.direct). Cut short, it runs again
- * from its first statement at the next start: its statements are written to allow that.
+ * A `--! no-transaction` migration, statement by statement, each committed on its own, under
+ * NO_TRANSACTION_LOCK_KEY held by this session (`db` is one session: Db.direct). A failed statement
+ * may cost the session (the driver replaces a connection after some failures), and the lock with
+ * it: a retry takes the lock again and first asks whether another instance finished the migration
+ * meanwhile. Cut short, it runs again from its first statement at the next start: its statements
+ * are written to allow that.
  */
 async function applyOutsideTransaction(db: Db, migration: Migration, statements: MigrationStatement[]): Promise<boolean> {
-  await db.query('select pg_advisory_lock($1::bigint)', [MIGRATION_LOCK_KEY]);
+  await lockSession(db);
   try {
     await db.exec(SCHEMA_MIGRATIONS);
     if (await isRecorded(db, migration)) return false;
     for (const statement of statements) {
-      // A concurrent build waits for the transactions before it without stopping any write: no
-      // lock_timeout, which would only leave an invalid index behind.
-      await db.exec(`set lock_timeout = ${statement.concurrentIndex ? 0 : MIGRATION_LOCK_TIMEOUT_MS}`);
-      await withLockRetries(async () => {
+      const done = await withLockRetries(async (attempt) => {
+        if (attempt > 1) {
+          await lockSession(db);
+          if (await isRecorded(db, migration)) return true;
+        }
+        // A concurrent build waits for the transactions before it without stopping any write: no
+        // lock_timeout, which would only leave an invalid index behind.
+        await db.exec(`set lock_timeout = ${statement.concurrentIndex ? 0 : MIGRATION_LOCK_TIMEOUT_MS}`);
         if (statement.concurrentIndex) await dropInvalidIndex(db, statement.concurrentIndex);
         await runStatement(db, statement, statement.sql);
+        if (statement.concurrentIndex) await assertValidIndex(db, statement.concurrentIndex, migration);
+        return false;
       });
+      if (done) return false;
     }
     await record(db, migration);
     return true;
   } finally {
     await db.exec('reset lock_timeout').catch(() => undefined);
-    await db.query('select pg_advisory_unlock($1::bigint)', [MIGRATION_LOCK_KEY]).catch(() => undefined);
+    // Every level of it this session took (a retry takes it again).
+    await db.query('select pg_advisory_unlock_all()').catch(() => undefined);
+  }
+}
+
+/** Polls for NO_TRANSACTION_LOCK_KEY on this session, never waiting on it (see the key). */
+async function lockSession(db: Db): Promise<void> {
+  for (;;) {
+    const { rows } = await db.query<{ got: boolean }>('select pg_try_advisory_lock($1::bigint) as got', [NO_TRANSACTION_LOCK_KEY]);
+    if (rows[0]?.got) return;
+    await new Promise((resolve) => setTimeout(resolve, NO_TRANSACTION_LOCK_POLL_MS));
   }
 }
 
@@ -111,14 +142,26 @@ async function runStatement(db: Queryable, statement: MigrationStatement, sql: s
   }
 }
 
-/** A concurrent build cut short leaves its index behind, invalid: dropped, so the build runs again. */
-async function dropInvalidIndex(db: Db, name: string): Promise<void> {
-  const { rows } = await db.query<{ invalid: boolean }>(
-    `select not i.indisvalid as invalid from pg_index i join pg_class c on c.oid = i.indexrelid
-      where c.relname = $1::text and c.relnamespace = current_schema()::regnamespace`,
+/** The index named so in the search path's schemas, and whether it is valid; undefined: none. */
+async function indexValidity(db: Db, name: string): Promise<boolean | undefined> {
+  const { rows } = await db.query<{ valid: boolean }>(
+    `select i.indisvalid as valid from pg_index i join pg_class c on c.oid = i.indexrelid
+      where c.relname = $1::text and c.relnamespace = any (current_schemas(false)::regnamespace[])`,
     [name],
   );
-  if (rows[0]?.invalid) await db.exec(`drop index concurrently if exists "${name.replace(/"/g, '""')}"`);
+  return rows[0]?.valid;
+}
+
+/** A concurrent build cut short leaves its index behind, invalid: dropped, so the build runs again. */
+async function dropInvalidIndex(db: Db, name: string): Promise<void> {
+  if ((await indexValidity(db, name)) === false) await db.exec(`drop index concurrently if exists "${name.replace(/"/g, '""')}"`);
+}
+
+/** `if not exists` skips an index of that name whatever its state: the migration is done only with a valid one. */
+async function assertValidIndex(db: Db, name: string, migration: Migration): Promise<void> {
+  if ((await indexValidity(db, name)) !== true) {
+    throw new Error(`Migration ${migration.version}_${migration.name}: the index ${name} is not valid after its concurrent build (drop it, or its name names another index)`);
+  }
 }
 
 /**
