@@ -8,8 +8,11 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgres } from '../src/platform/db/postgres.js';
-import { formatLsn, parseLsn } from '../src/platform/db/replicas.js';
-import { createTestApp, DASHBOARD_ORIGIN, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
+import { migrate } from '../src/platform/db/migrate.js';
+import { UNREACHABLE } from '../src/platform/db/read-positions.js';
+import { formatLsn, parseLsn, ReplicaSet } from '../src/platform/db/replicas.js';
+import { TIMELINE_SQL } from '../src/platform/db/timelines.js';
+import { createTestApp, DASHBOARD_ORIGIN, PRODUCTION_KEY, silentLog, type TestApp } from './helpers/app.js';
 import { chatId, signedIn } from './helpers/identity.js';
 import { createSession, get, importDemoScenarios, newTrainee, newTrainer, post } from './helpers/training.js';
 
@@ -293,15 +296,16 @@ describe.runIf(available)('read replicas (a real streaming replica)', () => {
     }
   });
 
-  it("a replica without the mark of the primary's timeline (as one a failover left on the old timeline) serves no read until it has it", async () => {
+  it("a replica that has not replayed this instance's mark of the primary's timeline (as one a failover left on the old timeline) serves no read until it has", async () => {
     // The slow step's test/slow/replica-timeline.test.ts leaves a real replica on an old timeline;
-    // here the mark is taken away on the primary (tampering), and the replica replays that.
+    // here the replica stands still (replay paused) while the mark is taken away on the primary
+    // (tampering): the poller writes a new one, which the replica has not replayed.
     const director = await signedIn(a, { rank: 'Director', clearance: 5, allowlisted: true });
     const id = await create(a);
-    const [mark] = await sql(primaryUrl, 'select timeline from timeline_marks');
-    expect(mark).toBeDefined();
-    await sql(primaryUrl, 'delete from timeline_marks');
+    await servingAgain(a);
+    await sql(REPLICA, 'select pg_wal_replay_pause()');
     try {
+      await sql(primaryUrl, 'delete from timeline_marks');
       await until('the replica to be off the timeline', () => replicas(a).status()[0]!.state === 'other_timeline');
       const db = await health(a, director.headers);
       expect(db.status).toBe('warn');
@@ -313,10 +317,15 @@ describe.runIf(available)('read replicas (a real streaming replica)', () => {
       expect(res.statusCode).toBe(200);
       expect(routed(a).replica).toBe(before.replica);
       expect(routed(a).primary_unavailable).toBeGreaterThan(before.primary_unavailable);
+      // A mark of a higher timeline (a cluster pg_upgrade started again at timeline 1 keeps the old
+      // cluster's marks) changes nothing: the replica follows once it has this instance's token.
+      await sql(primaryUrl, "insert into timeline_marks (token, timeline) values (gen_random_uuid(), 99)");
     } finally {
-      await sql(primaryUrl, 'insert into timeline_marks (timeline) values ($1) on conflict do nothing', [mark!.timeline]);
+      await sql(REPLICA, 'select pg_wal_replay_resume()');
     }
     await servingAgain(a);
+    // Serving again with the higher mark still there.
+    expect(await sql(primaryUrl, 'select timeline from timeline_marks where timeline = 99')).toEqual([{ timeline: 99 }]);
   });
 
   it('the replica stopped: no request fails, health says it is down; started again: reads return to it (counted)', async () => {
@@ -352,4 +361,70 @@ describe.runIf(available)('read replicas (a real streaming replica)', () => {
     expect(routed(a).replica).toBe(before.replica + 1);
     expect(replicas(a).status()[0]!.reads).toBe(reads + 1);
   }, 60_000);
+});
+
+describe.runIf(available)('a replica set on its own (the timeline checks)', () => {
+  const database = `cms_replica_set_${randomBytes(5).toString('hex')}`;
+  const primaryUrl = withDatabase(PRIMARY, database);
+  const replicaUrl = withDatabase(REPLICA, database);
+  const open = (pollMs: number) => {
+    const primary = openPostgres({ connectionString: primaryUrl, max: 2 });
+    return { primary, set: new ReplicaSet({ primary, urls: [replicaUrl], maxLagSeconds: 5, poolSize: 1, applicationName: 'replica-set-test', log: silentLog, pollMs }) };
+  };
+
+  beforeAll(async () => {
+    await sql(PRIMARY, `create database ${database}`);
+    const db = openPostgres({ connectionString: primaryUrl, max: 1 });
+    try {
+      await db.direct((d) => migrate(d));
+    } finally {
+      await db.close();
+    }
+    await until('the database on the replica', async () => (await sql(REPLICA, 'select 1 from pg_database where datname = $1', [database])).length === 1);
+  }, 60_000);
+
+  afterAll(async () => {
+    await sql(PRIMARY, `drop database if exists ${database} with (force)`);
+  }, 60_000);
+
+  it('a read finding the primary on another timeline than the poller last saw (a promotion since its last pass) goes to the primary', async () => {
+    const { primary, set } = open(600_000);
+    try {
+      await set.start();
+      expect(set.status()[0]).toMatchObject({ state: 'ok' });
+      expect(await set.positionOf(primary, 'someone')).toBe(0n);
+      // The primary as a promoted standby answers: the same server, its timeline one on.
+      const promoted = {
+        query: <R,>(text: string, values?: readonly unknown[]) => primary.query<R>(text.replaceAll(TIMELINE_SQL, `(${TIMELINE_SQL}) + 1`), values),
+        exec: (text: string) => primary.exec(text),
+      };
+      expect(await set.positionOf(promoted, 'someone')).toBe(UNREACHABLE);
+      expect(await set.latestPosition(promoted)).toBe(UNREACHABLE);
+      expect(await set.latestPosition(primary)).toBeGreaterThan(0n);
+      await set.query(UNREACHABLE, 'select 1');
+      expect(set.routed).toMatchObject({ replica: 0, primary_behind: 1 });
+    } finally {
+      await set.close();
+      await primary.close();
+    }
+  });
+
+  it('a primary that refuses writes before any mark is written: the replica is off the timeline, and the pool is not replaced at every poll', async () => {
+    const sessions = async () => (await sql(PRIMARY, 'select sessions::int as n from pg_stat_database where datname = $1', [database]))[0]!.n as number;
+    await sql(PRIMARY, `alter database ${database} set default_transaction_read_only = on`);
+    const { primary, set } = open(20);
+    try {
+      await set.start();
+      const before = await sessions();
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      // About 75 polls: the pool keeps its connections (each refused mark replaced them before).
+      expect((await sessions()) - before).toBeLessThanOrEqual(2);
+      expect(set.status()[0]).toMatchObject({ state: 'other_timeline' });
+      expect(set.status()[0]!.last_error).toMatch(/none written yet/);
+    } finally {
+      await set.close();
+      await primary.close();
+      await sql(PRIMARY, `alter database ${database} reset default_transaction_read_only`);
+    }
+  });
 });

@@ -43,19 +43,28 @@ export async function recordPosition(primary: Queryable, caller: string): Promis
   );
 }
 
+/** A caller's read position, with the primary's timeline when it was read. */
+export interface ReadPosition {
+  /** 0n when it changed nothing lately; UNREACHABLE when taken on another timeline than the primary's now. */
+  lsn: bigint;
+  /** The primary's timeline as it answered (replicas.ts compares it with the one its replicas follow). */
+  timeline: number | null;
+}
+
 /**
- * The caller's read position (0n when it changed nothing lately); UNREACHABLE when it was taken on
- * another timeline than the primary's now (a failover since: its position does not compare).
- * Positions the release before wrote carry no timeline and compare as they did.
+ * The caller's read position (none for a request without a caller). A position taken on another
+ * timeline (a failover since) does not compare. Positions the release before wrote carry no
+ * timeline and compare as they did.
  */
-export async function positionOf(primary: Queryable, caller: string): Promise<bigint> {
-  const { rows } = await primary.query<{ lsn: string; same: boolean | null }>(
-    `select lsn::text as lsn, timeline is null or timeline = ${TIMELINE} as same from read_positions where caller = $1::text`,
-    [caller],
+export async function positionOf(primary: Queryable, caller: string | undefined): Promise<ReadPosition> {
+  const { rows } = await primary.query<{ now: number | null; lsn: string | null; same: boolean | null }>(
+    `select ${TIMELINE} as now, p.lsn::text as lsn, p.timeline is null or p.timeline = ${TIMELINE} as same
+       from (select 1) as one left join read_positions p on p.caller = $1::text`,
+    [caller ?? null],
     { name: 'read_position' },
   );
-  if (!rows[0]) return 0n;
-  return rows[0].same === false ? UNREACHABLE : parseLsn(rows[0].lsn);
+  const row = rows[0]!;
+  return { lsn: row.lsn === null ? 0n : row.same === false ? UNREACHABLE : parseLsn(row.lsn), timeline: row.now };
 }
 
 /** Deletes the read positions past POSITION_KEEP_MINUTES (each instance's replica poller, now and then). */

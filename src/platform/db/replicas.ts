@@ -11,17 +11,19 @@
 //   primary means no lag). A read that fails on a replica is answered by the primary, never failed.
 // - A replica serves only while it follows the primary's timeline (timelines.ts): one a failover
 //   left on the old timeline may hold rows the new primary never received, and its replay
-//   position does not compare with the new primary's.
+//   position does not compare with the new primary's. The poller writes a mark on the primary's
+//   timeline and asks each replica for it; a read whose position lookup finds the primary on
+//   another timeline than the poller last saw (a promotion since) goes to the primary.
 import { performance } from 'node:perf_hooks';
 import type { FastifyBaseLogger } from 'fastify';
 import { withinDeadline } from '../deadline.js';
 import { openPostgres } from './postgres.js';
-import { deleteOldPositions, formatLsn, parseLsn, UNREACHABLE } from './read-positions.js';
+import { deleteOldPositions, formatLsn, parseLsn, positionOf, UNREACHABLE } from './read-positions.js';
 import { isConnectionError, replicaName, type ReadRoute, type Replica, type ReplicaStatus } from './replica-state.js';
-import { MARKED_TIMELINE_SQL, markTimeline, TIMELINE_SQL } from './timelines.js';
+import { HAS_MARK_SQL, TIMELINE_SQL, writeMark } from './timelines.js';
 import type { Db, QueryOptions, QueryResult, Queryable } from './types.js';
 
-export { formatLsn, parseLsn, positionOf, recordPosition } from './read-positions.js';
+export { formatLsn, parseLsn, recordPosition } from './read-positions.js';
 export { replicaName, type ReadRoute, type ReplicaState, type ReplicaStatus } from './replica-state.js';
 
 /** How often each instance reads every replica's replay position and the primary's WAL position. */
@@ -34,6 +36,8 @@ const RECHECK_MS = 5;
 const PROBE_DEADLINE_MS = 1_000;
 /** How often the poller deletes old read positions (read-positions.ts). */
 const POSITION_CLEANUP_MS = 60_000;
+/** After a mark could not be written (a primary made read-only, say), how long before it is tried again. */
+const MARK_RETRY_MS = 5_000;
 
 interface Sample {
   at: number;
@@ -70,9 +74,10 @@ export class ReplicaSet {
   private readonly pollMs: number;
   private readonly log: FastifyBaseLogger;
   private lastCleanup = 0;
-  /** The primary's timeline as the poller last read it, and the one it has marked (timelines.ts). */
+  /** The primary's timeline as the poller last read it, and this instance's mark on it (timelines.ts). */
   private primaryTimeline: number | undefined;
-  private marked: number | undefined;
+  private token: string | undefined;
+  private markRetryAt = 0;
 
   constructor(options: ReplicaSetOptions) {
     this.primary = options.primary;
@@ -163,16 +168,31 @@ export class ReplicaSet {
     }
   }
 
-  /** The primary's WAL position now: at or past every commit that has returned. */
-  async primaryPosition(db: Queryable = this.primary): Promise<bigint> {
-    const { rows } = await db.query<{ lsn: string }>('select pg_current_wal_lsn()::text as lsn', [], { name: 'current_wal_lsn' });
-    return parseLsn(rows[0]!.lsn);
+  /**
+   * The caller's read position (read-positions.ts), or UNREACHABLE while the primary is on another
+   * timeline than the one the poller last saw: until its next pass no replica is known to follow it.
+   */
+  async positionOf(db: Queryable, caller: string | undefined): Promise<bigint> {
+    const { lsn, timeline } = await positionOf(db, caller);
+    return timeline === this.primaryTimeline ? lsn : UNREACHABLE;
   }
 
-  /** The primary's WAL position and timeline now (the poller's sample). */
-  private async primaryNow(): Promise<{ lsn: bigint; timeline: number }> {
-    const { rows } = await this.primary.query<{ lsn: string; timeline: number }>(`select pg_current_wal_lsn()::text as lsn, ${TIMELINE_SQL} as timeline`, [], { name: 'primary_wal_now' });
-    return { lsn: parseLsn(rows[0]!.lsn), timeline: rows[0]!.timeline };
+  /** The primary's WAL position now (at or past every commit that has returned), as positionOf. */
+  async latestPosition(db: Queryable): Promise<bigint> {
+    const { rows } = await db.query<{ lsn: string; timeline: number | null }>(`select pg_current_wal_lsn()::text as lsn, ${TIMELINE_SQL} as timeline`, [], { name: 'current_wal_lsn' });
+    return rows[0]!.timeline === this.primaryTimeline ? parseLsn(rows[0]!.lsn) : UNREACHABLE;
+  }
+
+  /** The poller's sample: the primary's WAL position and timeline, whether it takes writes, whether this instance's mark is there. */
+  private async primaryNow(): Promise<{ lsn: bigint; timeline: number; readOnly: boolean; marked: boolean }> {
+    const { rows } = await this.primary.query<{ lsn: string; timeline: number; read_only: boolean; marked: boolean }>(
+      `select pg_current_wal_lsn()::text as lsn, ${TIMELINE_SQL} as timeline,
+              current_setting('transaction_read_only') = 'on' as read_only, ${HAS_MARK_SQL(1)} as marked`,
+      [this.token ?? null],
+      { name: 'primary_wal_now' },
+    );
+    const row = rows[0]!;
+    return { lsn: parseLsn(row.lsn), timeline: row.timeline, readOnly: row.read_only, marked: row.marked };
   }
 
   private usable(): Replica[] {
@@ -208,11 +228,11 @@ export class ReplicaSet {
    * answer or may not serve (not a replica, or not on the primary's timeline).
    */
   private async probe(replica: Replica, deadlineMs: number): Promise<boolean> {
-    const read = replica.db.query<{ recovery: boolean; replayed: string | null; paused: boolean; timeline: number | null }>(
+    const read = replica.db.query<{ recovery: boolean; replayed: string | null; paused: boolean; marked: boolean }>(
       `select pg_is_in_recovery() as recovery, pg_last_wal_replay_lsn()::text as replayed,
               case when pg_is_in_recovery() then pg_is_wal_replay_paused() else false end as paused,
-              ${MARKED_TIMELINE_SQL} as timeline`,
-      [],
+              ${HAS_MARK_SQL(1)} as marked`,
+      [this.token ?? null],
       { name: 'replica_probe' },
     );
     let failure: unknown;
@@ -228,10 +248,10 @@ export class ReplicaSet {
       replica.lagS = null;
       return false;
     }
-    if (row.timeline !== this.primaryTimeline) {
-      // Unknown on the primary (not read yet) counts as another timeline: the primary answers.
+    if (!row.marked) {
+      // No mark yet (the primary not read, or not writable) counts as another timeline: the primary answers.
       replica.state = 'other_timeline';
-      replica.lastError = `not on the primary's timeline ${this.primaryTimeline ?? '(not read yet)'}: it has replayed the mark of timeline ${row.timeline ?? '(none)'} at the latest (left on an old timeline by a failover, or not caught up with the switch yet)`;
+      replica.lastError = `not following the primary's timeline ${this.primaryTimeline ?? '(not read yet)'}: it has not replayed this instance's mark of it${this.token === undefined ? ' (none written yet)' : ''} (left on an old timeline by a failover, or not caught up with the mark yet)`;
       replica.lagS = null;
       return false;
     }
@@ -256,14 +276,18 @@ export class ReplicaSet {
     const primary = await withinDeadline(this.primaryNow(), PROBE_DEADLINE_MS);
     if (primary !== undefined) {
       if (primary.timeline !== this.primaryTimeline) {
-        // Positions of another timeline do not compare: the lag is measured afresh.
+        // Positions of another timeline do not compare: the lag is measured afresh. The mark
+        // written before is on both timelines now (the promoted standby had replayed it).
         this.samples.length = 0;
         this.primaryTimeline = primary.timeline;
+        this.token = undefined;
       }
-      if (this.marked !== primary.timeline) {
-        // A read-only primary (fenced) cannot mark: asked again at the next poll.
-        const marked = await withinDeadline(markTimeline(this.primary, primary.timeline).then(() => true, () => false), PROBE_DEADLINE_MS);
-        if (marked) this.marked = primary.timeline;
+      if ((this.token === undefined || !primary.marked) && !primary.readOnly && now >= this.markRetryAt) {
+        // A failed write is tried again later, not every poll: on a primary that refuses writes
+        // each failure would also replace the pool's connections (postgres.ts).
+        const token = await withinDeadline(writeMark(this.primary, primary.timeline).catch(() => undefined), PROBE_DEADLINE_MS);
+        if (token) this.token = token;
+        else this.markRetryAt = now + MARK_RETRY_MS;
       }
       this.samples.push({ at: now, lsn: primary.lsn });
       // Keep the samples of the last stretch that can matter (past the lag limit, a replica is skipped anyway).

@@ -7,7 +7,7 @@ import { adminRefusal, type AdminCapability } from '../auth/guards.js';
 import { hasPermission, hasRank, isTrainer, type Permission, type Rank } from '../auth/permissions.js';
 import { assertMayUpdateReport, assertMayWorkOnReport, findReportAccessFacts, type ReportWork } from '../auth/report-access.js';
 import { findSessionAgent, hashToken, SESSION_COOKIE, type SessionAgent } from '../auth/sessions.js';
-import { positionOf, recordPosition } from '../db/replicas.js';
+import { recordPosition } from '../db/replicas.js';
 import type { QueryOptions, Queryable } from '../db/types.js';
 import type { Environment, Environments } from '../environments.js';
 import { errors } from '../errors.js';
@@ -114,7 +114,7 @@ export function readDb(request: FastifyRequest, options: ReadOptions = {}): Quer
   const position = () => {
     let found = readPositions.get(request);
     if (!found) {
-      found = options.latest ? replicas.primaryPosition(environment.db) : caller === undefined ? Promise.resolve(0n) : positionOf(environment.db, caller);
+      found = options.latest ? replicas.latestPosition(environment.db) : replicas.positionOf(environment.db, caller);
       readPositions.set(request, found);
     }
     return found;
