@@ -39,6 +39,7 @@ describe('the rule, statement by statement', () => {
     ['unique-index', 'create unique index concurrently if not exists reports_x on reports (reporter)'],
     ['blocking-index', 'create index reports_x on reports (reporter)'],
     ['blocking-index', 'create index if not exists on only reports (reporter)'],
+    ['blocking-index', 'create index "my idx" on reports (reporter)'],
   ];
   it.each(breaking)('%s: %s', (rule, sql) => {
     expect(rulesOf(`${sql};`)).toEqual([rule]);

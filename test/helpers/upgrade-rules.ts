@@ -165,9 +165,9 @@ export function findBreakingStatements(sql: string, uniqueIndexes?: Set<string>)
     else if (/^drop (type|domain|sequence|schema|extension|aggregate|operator)\b/.test(s)) add('drop-object', s);
     else if (/^alter \S+( \S+)? .*\brename\b/.test(s)) add('rename', s);
     else {
-      const unique = new RegExp(String.raw`^create unique index (?:concurrently )?(?:if not exists )?(?:\S+ )?on (?:only )?${NAME}`).exec(s);
+      const unique = new RegExp(String.raw`^create unique index (?:concurrently )?(?:if not exists )?(?:"[^"]*" |\S+ )?on (?:only )?${NAME}`).exec(s);
       if (unique && !created.has(unique[1]!)) add('unique-index', s);
-      const plain = new RegExp(String.raw`^create (?:unique )?index (?!concurrently )(?:if not exists )?(?:\S+ )?on (?:only )?${NAME}`).exec(s);
+      const plain = new RegExp(String.raw`^create (?:unique )?index (?!concurrently )(?:if not exists )?(?:"[^"]*" |\S+ )?on (?:only )?${NAME}`).exec(s);
       if (plain && !created.has(plain[1]!)) add('blocking-index', s);
     }
   }
