@@ -164,8 +164,11 @@ export const RESET_TABLES: readonly { table: string; where?: string }[] = [
 // would refuse the sign-ins under way.
 // pseudonym_key_fingerprint is the fingerprint of the key every instance erases under, which a
 // reset does not change (the key lives outside the database).
+// timeline_marks are the instances' marks of the primary's timeline, which their replicas must
+// have replayed to serve (platform/db/timelines.ts): not demo data.
 export const PRESERVED_TABLES: readonly string[] = [
   'schema_migrations', 'sessions', 'report_counts', 'health_state', 'realtime_outbox', 'audit_chain_state', 'read_positions', 'signing_keys', 'pseudonym_key_fingerprint',
+  'timeline_marks',
 ];
 
 // Seeding and resetting take one advisory lock: two instances starting together, or two resets
