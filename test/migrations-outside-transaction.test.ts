@@ -58,6 +58,13 @@ delete from t where id in (select id from t limit 10);
     expect(() => splitStatements('0099_x.sql', '--! no-transaction\n--! repeat until no rows\nwith d as (delete from t where id in (select id from t limit 10) returning 1) select count(*) from d;\n')).toThrow(/marks an UPDATE or DELETE/);
   });
 
+  it('refuses, in a no-transaction file, a marker it does not know (a misspelt repeat would run its batch once) and an index name PostgreSQL would cut', () => {
+    for (const marker of ['--! repeat until no row', '--!repeat until no rows', '--! Repeat until no rows']) {
+      expect(() => splitStatements('0099_x.sql', `--! no-transaction\n${marker}\nupdate t set x = 1 where id in (select id from t where x is null limit 5000);\n`)).toThrow(/0099_x\.sql: "--! ?[a-zA-Z -]+" is not a marker this runner knows/);
+    }
+    expect(() => splitStatements('0099_x.sql', `--! no-transaction\ncreate index concurrently if not exists ${'x'.repeat(64)} on t (v);\n`)).toThrow(/0099_x\.sql: the index name x{64} is longer than PostgreSQL keeps \(63 bytes\)/);
+  });
+
   it('refuses a marker in a file whose first line is not the no-transaction marker (it would run in one transaction, each batch once)', () => {
     for (const sql of ['-- 0036: fill v\n--! no-transaction\nselect 1;\n', '\n--! no-transaction\nselect 1;\n', '--!  no-transaction\nselect 1;\n', '--! NO-TRANSACTION\nselect 1;\n']) {
       expect(() => checkMarkers('0099_x.sql', sql)).toThrow(/0099_x\.sql: a --! marker in a file whose first line is not exactly "--! no-transaction"/);

@@ -1,63 +1,17 @@
-// Read replicas with read-your-writes (issue 22), against a real streaming replica: the clusters
-// scripts/replica-clusters.sh brings up (primary on 5441, replica on 5442; .ci/run runs it first).
-// The tests run whenever that replica answers; with REPLICA_TESTS_REQUIRED=1 (CI) they fail
-// instead of skipping when it does not.
+// Read replicas with read-your-writes (issue 22), against a real streaming replica: the pair of
+// test/helpers/replica-pair.ts. The replica set's own timeline checks: replica-timelines.test.ts.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgres } from '../src/platform/db/postgres.js';
-import { migrate } from '../src/platform/db/migrate.js';
-import { UNREACHABLE } from '../src/platform/db/read-positions.js';
-import { formatLsn, parseLsn, ReplicaSet } from '../src/platform/db/replicas.js';
-import { TIMELINE_SQL } from '../src/platform/db/timelines.js';
-import { createTestApp, DASHBOARD_ORIGIN, PRODUCTION_KEY, silentLog, type TestApp } from './helpers/app.js';
+import { formatLsn, parseLsn } from '../src/platform/db/replicas.js';
+import { createTestApp, DASHBOARD_ORIGIN, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
 import { chatId, signedIn } from './helpers/identity.js';
+import { available, CLUSTER, PRIMARY, REPLICA, sql, until, withDatabase } from './helpers/replica-pair.js';
 import { createSession, get, importDemoScenarios, newTrainee, newTrainer, post } from './helpers/training.js';
 
-const PRIMARY = process.env.REPLICA_TEST_PRIMARY_URL ?? 'postgres://root@127.0.0.1:5441/postgres';
-const REPLICA = process.env.REPLICA_TEST_URL ?? 'postgres://root@127.0.0.1:5442/postgres';
-const CLUSTER = process.env.REPLICA_TEST_CLUSTER ?? 'cms_replica';
 const key = { authorization: PRODUCTION_KEY };
-
-async function sql<R extends pg.QueryResultRow = Record<string, any>>(url: string, text: string, values: unknown[] = []): Promise<R[]> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
-  await client.connect();
-  try {
-    return (await client.query<R>(text, values)).rows;
-  } finally {
-    await client.end();
-  }
-}
-
-async function replicaAnswers(): Promise<boolean> {
-  try {
-    const [row] = await sql(REPLICA, 'select pg_is_in_recovery() as recovery');
-    return row?.recovery === true;
-  } catch {
-    return false;
-  }
-}
-
-const available = await replicaAnswers();
-if (!available && process.env.REPLICA_TESTS_REQUIRED === '1') {
-  throw new Error(`REPLICA_TESTS_REQUIRED=1 but no streaming replica answers at ${REPLICA}: run scripts/replica-clusters.sh`);
-}
-
-const withDatabase = (url: string, database: string) => {
-  const u = new URL(url);
-  u.pathname = `/${database}`;
-  return u.toString();
-};
-
-async function until(what: string, check: () => Promise<boolean> | boolean, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const cluster = async (action: 'stop' | 'start') => {
   const version = (await sql<{ v: string }>(PRIMARY, "select current_setting('server_version_num')::int / 10000 as v"))[0]!.v;
@@ -361,70 +315,4 @@ describe.runIf(available)('read replicas (a real streaming replica)', () => {
     expect(routed(a).replica).toBe(before.replica + 1);
     expect(replicas(a).status()[0]!.reads).toBe(reads + 1);
   }, 60_000);
-});
-
-describe.runIf(available)('a replica set on its own (the timeline checks)', () => {
-  const database = `cms_replica_set_${randomBytes(5).toString('hex')}`;
-  const primaryUrl = withDatabase(PRIMARY, database);
-  const replicaUrl = withDatabase(REPLICA, database);
-  const open = (pollMs: number) => {
-    const primary = openPostgres({ connectionString: primaryUrl, max: 2 });
-    return { primary, set: new ReplicaSet({ primary, urls: [replicaUrl], maxLagSeconds: 5, poolSize: 1, applicationName: 'replica-set-test', log: silentLog, pollMs }) };
-  };
-
-  beforeAll(async () => {
-    await sql(PRIMARY, `create database ${database}`);
-    const db = openPostgres({ connectionString: primaryUrl, max: 1 });
-    try {
-      await db.direct((d) => migrate(d));
-    } finally {
-      await db.close();
-    }
-    await until('the database on the replica', async () => (await sql(REPLICA, 'select 1 from pg_database where datname = $1', [database])).length === 1);
-  }, 60_000);
-
-  afterAll(async () => {
-    await sql(PRIMARY, `drop database if exists ${database} with (force)`);
-  }, 60_000);
-
-  it('a read finding the primary on another timeline than the poller last saw (a promotion since its last pass) goes to the primary', async () => {
-    const { primary, set } = open(600_000);
-    try {
-      await set.start();
-      expect(set.status()[0]).toMatchObject({ state: 'ok' });
-      expect(await set.positionOf(primary, 'someone')).toBe(0n);
-      // The primary as a promoted standby answers: the same server, its timeline one on.
-      const promoted = {
-        query: <R,>(text: string, values?: readonly unknown[]) => primary.query<R>(text.replaceAll(TIMELINE_SQL, `(${TIMELINE_SQL}) + 1`), values),
-        exec: (text: string) => primary.exec(text),
-      };
-      expect(await set.positionOf(promoted, 'someone')).toBe(UNREACHABLE);
-      expect(await set.latestPosition(promoted)).toBe(UNREACHABLE);
-      expect(await set.latestPosition(primary)).toBeGreaterThan(0n);
-      await set.query(UNREACHABLE, 'select 1');
-      expect(set.routed).toMatchObject({ replica: 0, primary_behind: 1 });
-    } finally {
-      await set.close();
-      await primary.close();
-    }
-  });
-
-  it('a primary that refuses writes before any mark is written: the replica is off the timeline, and the pool is not replaced at every poll', async () => {
-    const sessions = async () => (await sql(PRIMARY, 'select sessions::int as n from pg_stat_database where datname = $1', [database]))[0]!.n as number;
-    await sql(PRIMARY, `alter database ${database} set default_transaction_read_only = on`);
-    const { primary, set } = open(20);
-    try {
-      await set.start();
-      const before = await sessions();
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
-      // About 75 polls: the pool keeps its connections (each refused mark replaced them before).
-      expect((await sessions()) - before).toBeLessThanOrEqual(2);
-      expect(set.status()[0]).toMatchObject({ state: 'other_timeline' });
-      expect(set.status()[0]!.last_error).toMatch(/none written yet/);
-    } finally {
-      await set.close();
-      await primary.close();
-      await sql(PRIMARY, `alter database ${database} reset default_transaction_read_only`);
-    }
-  });
 });

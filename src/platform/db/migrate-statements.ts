@@ -18,6 +18,9 @@ export const NO_TRANSACTION = /^--! no-transaction[ \t]*(\r?\n|$)/;
 const REPEAT = /^--! repeat until no rows[ \t]*\r?$/m;
 /** Any marker line: in a file without the first line's marker, one is a mistake (it would run in one transaction). */
 const ANY_MARKER = /^[ \t]*--!/m;
+const MARKER_LINES = /^[ \t]*--!.*$/gm;
+/** PostgreSQL cuts a longer name to this many bytes (NAMEDATALEN - 1). */
+const MAX_NAME_BYTES = 63;
 /** Leading comments and blank lines of a statement as the splitter gives it. */
 const LEADING_COMMENTS = /^(\s*(--[^\n]*(\n|$)|\/\*[\s\S]*?\*\/))*\s*/;
 const CONCURRENT_INDEX = /^create\s+(unique\s+)?index\s+concurrently\s+(if\s+not\s+exists\s+)?("(?:[^"]|"")+"|[a-z_][a-z0-9_$]*)?/i;
@@ -51,6 +54,11 @@ export function checkMarkers(file: string, sql: string): void {
 
 /** The statements of a `--! no-transaction` migration; throws naming what is wrong with one. */
 export function splitStatements(file: string, sql: string): MigrationStatement[] {
+  // A misspelt marker would be a comment: a batch run once and recorded done.
+  for (const [line] of sql.matchAll(MARKER_LINES)) {
+    const known = line.trimEnd() === '--! no-transaction' || line.trimEnd() === '--! repeat until no rows';
+    if (!known) throw new Error(`Migration ${file}: "${line.trim()}" is not a marker this runner knows ("--! no-transaction" on the first line, "--! repeat until no rows" before a batch)`);
+  }
   const statements = splitQuery(sql, postgreSplitterOptions)
     .map((raw) => String(raw))
     .map((raw) => {
@@ -58,7 +66,11 @@ export function splitStatements(file: string, sql: string): MigrationStatement[]
       const text = raw.slice(head.length).trim();
       const index = CONCURRENT_INDEX.exec(text.replace(INNER_COMMENTS, ' ').replace(/\s+/g, ' '));
       if (index && (!index[2] || !index[3])) throw new Error(`Migration ${file}: "${text.slice(0, 60)}…" must name its index and say IF NOT EXISTS (a migration outside a transaction runs again from its start after a failure)`);
-      return { sql: text, repeat: REPEAT.test(head), concurrentIndex: index ? identifierName(index[3]!) : undefined };
+      const concurrentIndex = index ? identifierName(index[3]!) : undefined;
+      if (concurrentIndex !== undefined && Buffer.byteLength(concurrentIndex) > MAX_NAME_BYTES) {
+        throw new Error(`Migration ${file}: the index name ${concurrentIndex} is longer than PostgreSQL keeps (${MAX_NAME_BYTES} bytes)`);
+      }
+      return { sql: text, repeat: REPEAT.test(head), concurrentIndex };
     })
     .filter((statement) => statement.sql.length > 0);
   for (const statement of statements) {

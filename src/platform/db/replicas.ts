@@ -20,7 +20,7 @@ import { withinDeadline } from '../deadline.js';
 import { openPostgres } from './postgres.js';
 import { deleteOldPositions, formatLsn, parseLsn, positionOf, UNREACHABLE } from './read-positions.js';
 import { isConnectionError, replicaName, type ReadRoute, type Replica, type ReplicaStatus } from './replica-state.js';
-import { HAS_MARK_SQL, TIMELINE_SQL, writeMark } from './timelines.js';
+import { deleteOldMarks, HAS_MARK_SQL, TIMELINE_SQL, TimelineMark } from './timelines.js';
 import type { Db, QueryOptions, QueryResult, Queryable } from './types.js';
 
 export { formatLsn, parseLsn, recordPosition } from './read-positions.js';
@@ -36,8 +36,6 @@ const RECHECK_MS = 5;
 const PROBE_DEADLINE_MS = 1_000;
 /** How often the poller deletes old read positions (read-positions.ts). */
 const POSITION_CLEANUP_MS = 60_000;
-/** After a mark could not be written (a primary made read-only, say), how long before it is tried again. */
-const MARK_RETRY_MS = 5_000;
 
 interface Sample {
   at: number;
@@ -74,10 +72,8 @@ export class ReplicaSet {
   private readonly pollMs: number;
   private readonly log: FastifyBaseLogger;
   private lastCleanup = 0;
-  /** The primary's timeline as the poller last read it, and this instance's mark on it (timelines.ts). */
-  private primaryTimeline: number | undefined;
-  private token: string | undefined;
-  private markRetryAt = 0;
+  /** The primary's timeline as the poller last read it, and this instance's mark on it. */
+  private readonly mark = new TimelineMark();
 
   constructor(options: ReplicaSetOptions) {
     this.primary = options.primary;
@@ -174,25 +170,13 @@ export class ReplicaSet {
    */
   async positionOf(db: Queryable, caller: string | undefined): Promise<bigint> {
     const { lsn, timeline } = await positionOf(db, caller);
-    return timeline === this.primaryTimeline ? lsn : UNREACHABLE;
+    return timeline === this.mark.timeline ? lsn : UNREACHABLE;
   }
 
   /** The primary's WAL position now (at or past every commit that has returned), as positionOf. */
   async latestPosition(db: Queryable): Promise<bigint> {
     const { rows } = await db.query<{ lsn: string; timeline: number | null }>(`select pg_current_wal_lsn()::text as lsn, ${TIMELINE_SQL} as timeline`, [], { name: 'current_wal_lsn' });
-    return rows[0]!.timeline === this.primaryTimeline ? parseLsn(rows[0]!.lsn) : UNREACHABLE;
-  }
-
-  /** The poller's sample: the primary's WAL position and timeline, whether it takes writes, whether this instance's mark is there. */
-  private async primaryNow(): Promise<{ lsn: bigint; timeline: number; readOnly: boolean; marked: boolean }> {
-    const { rows } = await this.primary.query<{ lsn: string; timeline: number; read_only: boolean; marked: boolean }>(
-      `select pg_current_wal_lsn()::text as lsn, ${TIMELINE_SQL} as timeline,
-              current_setting('transaction_read_only') = 'on' as read_only, ${HAS_MARK_SQL(1)} as marked`,
-      [this.token ?? null],
-      { name: 'primary_wal_now' },
-    );
-    const row = rows[0]!;
-    return { lsn: parseLsn(row.lsn), timeline: row.timeline, readOnly: row.read_only, marked: row.marked };
+    return rows[0]!.timeline === this.mark.timeline ? parseLsn(rows[0]!.lsn) : UNREACHABLE;
   }
 
   private usable(): Replica[] {
@@ -232,7 +216,7 @@ export class ReplicaSet {
       `select pg_is_in_recovery() as recovery, pg_last_wal_replay_lsn()::text as replayed,
               case when pg_is_in_recovery() then pg_is_wal_replay_paused() else false end as paused,
               ${HAS_MARK_SQL(1)} as marked`,
-      [this.token ?? null],
+      [this.mark.token ?? null],
       { name: 'replica_probe' },
     );
     let failure: unknown;
@@ -251,7 +235,7 @@ export class ReplicaSet {
     if (!row.marked) {
       // No mark yet (the primary not read, or not writable) counts as another timeline: the primary answers.
       replica.state = 'other_timeline';
-      replica.lastError = `not following the primary's timeline ${this.primaryTimeline ?? '(not read yet)'}: it has not replayed this instance's mark of it${this.token === undefined ? ' (none written yet)' : ''} (left on an old timeline by a failover, or not caught up with the mark yet)`;
+      replica.lastError = `not following the primary's timeline ${this.mark.timeline ?? '(not read yet)'}: it has not replayed this instance's mark of it${this.mark.token === undefined ? ' (none written yet)' : ''} (left on an old timeline by a failover, or not caught up with the mark yet)`;
       replica.lagS = null;
       return false;
     }
@@ -273,23 +257,23 @@ export class ReplicaSet {
   /** The poller's pass: the primary's position, then each replica's state and lag. */
   private async poll(): Promise<void> {
     const now = performance.now();
-    const primary = await withinDeadline(this.primaryNow(), PROBE_DEADLINE_MS);
+    const primary = await withinDeadline(this.mark.sample(this.primary), PROBE_DEADLINE_MS);
     if (primary !== undefined) {
-      if (primary.timeline !== this.primaryTimeline) {
-        // Positions of another timeline do not compare: the lag is measured afresh. The mark
-        // written before is on both timelines now (the promoted standby had replayed it).
+      if (this.mark.changed(primary)) {
+        // Every replica is off the timeline until it has the new mark, before anything is awaited
+        // (a read meanwhile compares with the new timeline). Positions of another timeline do not
+        // compare: the lag is measured afresh.
         this.samples.length = 0;
-        this.primaryTimeline = primary.timeline;
-        this.token = undefined;
+        for (const replica of this.replicas) {
+          if (replica.state !== 'ok' && replica.state !== 'lagging') continue;
+          replica.state = 'other_timeline';
+          replica.replayed = 0n;
+          replica.lagS = null;
+          replica.lastError = "the primary is on a new timeline or server: asked again once this instance's mark is written";
+        }
       }
-      if ((this.token === undefined || !primary.marked) && !primary.readOnly && now >= this.markRetryAt) {
-        // A failed write is tried again later, not every poll: on a primary that refuses writes
-        // each failure would also replace the pool's connections (postgres.ts).
-        const token = await withinDeadline(writeMark(this.primary, primary.timeline).catch(() => undefined), PROBE_DEADLINE_MS);
-        if (token) this.token = token;
-        else this.markRetryAt = now + MARK_RETRY_MS;
-      }
-      this.samples.push({ at: now, lsn: primary.lsn });
+      await withinDeadline(this.mark.write(this.primary, primary, now), PROBE_DEADLINE_MS);
+      this.samples.push({ at: now, lsn: parseLsn(primary.lsn) });
       // Keep the samples of the last stretch that can matter (past the lag limit, a replica is skipped anyway).
       const horizon = now - Math.max(2 * this.maxLagMs, 10_000);
       while (this.samples.length > 1 && this.samples[1]!.at < horizon) this.samples.shift();
@@ -314,10 +298,7 @@ export class ReplicaSet {
     );
     if (now - this.lastCleanup >= POSITION_CLEANUP_MS) {
       this.lastCleanup = now;
-      await withinDeadline(
-        deleteOldPositions(this.primary),
-        PROBE_DEADLINE_MS,
-      );
+      await withinDeadline(Promise.all([deleteOldPositions(this.primary), deleteOldMarks(this.primary, this.mark.token)]), PROBE_DEADLINE_MS);
     }
   }
 
