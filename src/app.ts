@@ -10,6 +10,7 @@ import { pino, type Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Environments } from './platform/environments.js';
 import { createClientErrorHandler, createErrorHandling, errorHandlerPlugin, MAX_PARAM_LENGTH, notFoundHandler } from './platform/http/error-handler.js';
+import { idempotencyPlugin } from './platform/http/idempotency.js';
 import { refuseUnstorableInput } from './platform/http/input-guard.js';
 import { jsonBodyPlugin } from './platform/http/json-body.js';
 import { serializeRequest } from './platform/http/request-log.js';
@@ -144,8 +145,8 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
     origin: (origin, callback) => callback(null, origin !== undefined && allowedOrigins.has(origin)),
     credentials: true,
     methods: ['GET', 'POST', 'PATCH', 'DELETE', 'OPTIONS'],
-    allowedHeaders: ['Content-Type', 'Authorization', 'X-Request-Id'],
-    exposedHeaders: ['X-Request-Id', 'Retry-After'],
+    allowedHeaders: ['Content-Type', 'Authorization', 'X-Request-Id', 'Idempotency-Key'],
+    exposedHeaders: ['X-Request-Id', 'Retry-After', 'Idempotent-Replayed'],
     maxAge: 600,
   });
   // GET / answers for any host without an environment, so it stays outside the API context
@@ -203,6 +204,8 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
   await app.register(async (api) => {
     api.setNotFoundHandler(notFoundHandler);
     await api.register(cookie);
+    // Before the request context: its onSend (the caller's read position) runs after the commit.
+    await api.register(idempotencyPlugin, { ttlHours: config.idempotencyKeyTtlHours });
     await api.register(requestContextPlugin, {
       environments,
       allowedOrigins,

@@ -45,6 +45,8 @@ export interface Config {
   gamePlayersTtlMs: number;
   /** A claimed queue item not completed within this is swept back (spec Limits: 10 minutes). */
   queueStaleTimeoutMs: number;
+  /** How long the answer to a request with an Idempotency-Key is kept for its retries (IDEMPOTENCY_KEY_TTL_HOURS, default 24). */
+  idempotencyKeyTtlHours: number;
   /** How often each instance seals new audit rows (AUDIT_SEAL_INTERVAL_SECONDS, default 1, at most 4). */
   auditSealIntervalMs: number;
   /** A replica further behind than this serves no reads (REPLICA_MAX_LAG_SECONDS, default 5). */
@@ -140,6 +142,7 @@ export function parseConfig(env: Env): Config {
     gameRelayTimeoutMs: read('GAME_RELAY_TIMEOUT_SECONDS', 2, parseSeconds) * 1000,
     gamePlayersTtlMs: read('GAME_PLAYERS_TTL_SECONDS', 3, parseSeconds) * 1000,
     queueStaleTimeoutMs: read('QUEUE_STALE_TIMEOUT_SECONDS', 600, parseSeconds) * 1000,
+    idempotencyKeyTtlHours: read('IDEMPOTENCY_KEY_TTL_HOURS', 24, (raw) => parseWhole(raw, 1, 720)),
     replicaMaxLagMs: Math.round(read('REPLICA_MAX_LAG_SECONDS', 5, parseReplicaLag) * 1000),
     auditSealIntervalMs: Math.round(read('AUDIT_SEAL_INTERVAL_SECONDS', 1, parseSealInterval) * 1000),
     databasePoolSize: read('DATABASE_POOL_SIZE', 10, parsePoolSize),

@@ -135,6 +135,8 @@ export const RESET_TABLES: readonly { table: string; where?: string }[] = [
   { table: 'chat_profiles' },
   { table: 'reports' },
   { table: 'audit_log' },
+  // Answers kept for retries (Idempotency-Key): about the demo data a reset replaces.
+  { table: 'idempotency_keys' },
   // The records of erasures: of the demo's own fictional people, gone with them.
   { table: 'subject_erasures' },
   { table: 'case_erasures' },

@@ -135,6 +135,16 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
           where a.actor_chat_id = $1::text or a.target = $1::text or a.target = any($4::text[])
              or audit_log_search_text(a.reason, a.before, a.after) like '%' || $1::text || '%' order by a.id`,
   },
+  {
+    // A request's answer kept for its retries (Idempotency-Key, issue 41): what the principal was
+    // answered, anyone's data in it. Deleted when it names the person or one of their reports (a
+    // retry after the erasure runs afresh); the export lists that one exists, never its body.
+    kind: 'stored_answers', table: 'idempotency_keys', key: ['scope', 'key'], erase: 'delete', columns: {},
+    sql: `select k.scope, k.key, k.status, k.created_at, md5(k.scope || ' ' || k.key) as _id, k.created_at as _at from idempotency_keys k
+          where k.scope = 'agent:' || $1::text or strpos(k.body, $1::text) > 0
+             or exists (select 1 from unnest($4::text[]) as r(id) where strpos(k.body, to_json(r.id)::text) > 0)
+          order by k.created_at`,
+  },
   // Staff: the agent row, browser sessions (never the token's hash), allowlist, training.
   {
     kind: 'agent', table: 'agents', key: ['chat_id'], erase: 'update', staff: true, columns: { chat_id: 'chat', name: { of: 'chat_id' } },
@@ -169,7 +179,8 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
 ];
 
 /** Tables read without an index for one person: few rows by nature (one per agent, per training session). */
-export const SMALL_TABLES: ReadonlySet<string> = new Set(['agents', 'admin_allowlist', 'training_sessions', 'training_injections', 'training_notes']);
+// idempotency_keys: at most IDEMPOTENCY_KEY_TTL_HOURS (a day) of answers, its bodies searched as text.
+export const SMALL_TABLES: ReadonlySet<string> = new Set(['agents', 'admin_allowlist', 'training_sessions', 'training_injections', 'training_notes', 'idempotency_keys']);
 
 /** Tables with text or jsonb columns that hold nothing naming a person, and why. */
 export const NO_PERSONAL_DATA: Readonly<Record<string, string>> = {

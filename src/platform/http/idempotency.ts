@@ -1,0 +1,199 @@
+// Idempotency-Key (issue 41; DESIGN.md, draft-ietf-httpapi-idempotency-key-header): a client that
+// retries a change after a 503, a timeout or a dropped connection gets the first attempt's answer
+// instead of a second change. Every state-changing operation takes the header (every POST, PATCH,
+// PUT and DELETE, and the claiming GETs declared `config.changes`); without it nothing here runs.
+//
+// With it, the request runs inside one transaction of the environment's database, opened before
+// its handler and committed only once its answer is serialised: the handler's own transactions
+// are savepoints in it, and the answer's status and body are written in it (idempotency_keys,
+// migration 0035). So after a failover a retry finds the stored answer if the change committed,
+// and runs afresh if it did not; a claim's retry gets the item it claimed. The key's scope is the
+// environment (its database), the principal (the bot's key, or the signed-in agent) and the key;
+// the request's fingerprint is its method, route, path parameters and body as canonical JSON
+// (RFC 8785). A second request with the key while the first runs: 409 IDEMPOTENCY_KEY_IN_USE
+// (an advisory lock on the scope and key, never waited for). Not stored: 5xx answers and 409
+// CONCURRENT_CHANGE (the retry runs again), and answers that are not a body (streams).
+import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
+import fp from 'fastify-plugin';
+import { DbError, type Db, type Tx } from '../db/types.js';
+import type { Environment } from '../environments.js';
+import { AppError, errors, fromDbError } from '../errors.js';
+import { keyedDb } from './idempotency-db.js';
+
+export const IDEMPOTENCY_HEADER = 'idempotency-key';
+export const REPLAYED_HEADER = 'idempotent-replayed';
+const MAX_KEY_LENGTH = 255;
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+/** How long a client waits before asking again while the first request with its key runs. */
+const IN_USE_RETRY_AFTER_S = 1;
+
+/** The key as sent: the draft's quoted string ("abc") or a bare token; undefined without the header. */
+export function parseIdempotencyKey(raw: string | string[] | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  if (Array.isArray(raw)) throw errors.validation('Idempotency-Key must be sent once');
+  const quoted = /^"(.*)"$/s.exec(raw);
+  const key = quoted ? quoted[1]! : raw;
+  if (key.length < 1 || key.length > MAX_KEY_LENGTH || /[\x00-\x1f\x7f"]/.test(key)) {
+    throw errors.validation(`Idempotency-Key must be 1 to ${MAX_KEY_LENGTH} visible characters, bare or in double quotes`);
+  }
+  return key;
+}
+
+/** Whether a route changes state, and so takes the header. */
+export const changesState = (method: string, changes: boolean | undefined): boolean => !SAFE_METHODS.has(method) || changes === true;
+
+/** The principal's part of the scope: the bot's key (either key during a rotation), or the agent. */
+function scopeOf(request: FastifyRequest): string | undefined {
+  const principal = request.principal;
+  if (principal?.kind === 'key') return 'key';
+  if (principal?.kind === 'session') return `agent:${principal.agent.chat_id}`;
+  return undefined;
+}
+
+function fingerprintOf(request: FastifyRequest): string {
+  const request_ = { method: request.method, route: request.routeOptions.url, params: request.params ?? {}, body: request.body ?? null };
+  return createHash('sha256').update(canonicalize(request_) ?? '').digest('hex');
+}
+
+interface Pending {
+  environment: Environment;
+  tx: Tx;
+  scope: string;
+  key: string;
+  fingerprint: string;
+  /** Settled by onSend: store the answer and commit, or roll back. */
+  settle(outcome: Outcome): void;
+  /** The transaction's end: committed, or why not. */
+  ended(): Promise<void>;
+}
+
+type Outcome = { store: { status: number; type: string; body: string } | null } | { rollback: true };
+
+const pendings = new WeakMap<FastifyRequest, Pending>();
+const ROLLBACK = Symbol('idempotency rollback');
+
+export const idempotencyPlugin = fp(
+  async (app: FastifyInstance, { ttlHours }: { ttlHours: number }) => {
+    app.addHook('onRoute', (route) => {
+      const methods = Array.isArray(route.method) ? route.method : [route.method];
+      if (!methods.some((method) => changesState(method, route.config?.changes))) return;
+      const handler = route.handler as RouteHandlerMethod;
+      route.handler = async function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+        const key = parseIdempotencyKey(request.headers[IDEMPOTENCY_HEADER]);
+        const scope = scopeOf(request);
+        if (key === undefined || scope === undefined || !changesState(request.method, request.routeOptions.config.changes)) return handler.call(this, request, reply);
+        return runOnce(this, handler, request, reply, { key, scope, ttlHours });
+      };
+    });
+
+    // First of the onSend hooks (registered before the request context's): the answer is stored
+    // and committed before anything after it (the caller's read position) runs.
+    app.addHook('onSend', async (request, reply, payload) => {
+      const pending = pendings.get(request);
+      if (pending === undefined) return payload;
+      pendings.delete(request);
+      (request as { environment: Environment }).environment = pending.environment;
+      if (!keeps(reply.statusCode, payload)) {
+        pending.settle({ rollback: true });
+        await pending.ended().catch(() => undefined);
+        return payload;
+      }
+      const type = String(reply.getHeader('content-type') ?? 'application/json; charset=utf-8');
+      pending.settle({ store: typeof payload === 'string' ? { status: reply.statusCode, type, body: payload } : null });
+      try {
+        await pending.ended();
+        return payload;
+      } catch (err) {
+        // Not committed, or not known to be: the client's retry finds out (stored, or runs afresh).
+        const failure =
+          err instanceof AppError ? err : err instanceof DbError && fromDbError(err).statusCode === 503 ? fromDbError(err) : new AppError(503, `Database unavailable: ${String((err as Error)?.message ?? err)}`, 'DATABASE_UNAVAILABLE');
+        reply.code(failure.statusCode);
+        return JSON.stringify({ success: false, error: failure.message, code: failure.code });
+      }
+    });
+  },
+  { name: 'idempotency' },
+);
+
+/** What is committed and kept: not a 5xx, not a concurrent change (the retry runs again). */
+function keeps(status: number, payload: unknown): boolean {
+  if (status >= 500) return false;
+  if (status === 409 && typeof payload === 'string' && payload.includes('"CONCURRENT_CHANGE"')) return false;
+  return true;
+}
+
+async function runOnce(
+  app: FastifyInstance,
+  handler: RouteHandlerMethod,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  { key, scope, ttlHours }: { key: string; scope: string; ttlHours: number },
+): Promise<FastifyReply> {
+  const environment = request.environment;
+  const fingerprint = fingerprintOf(request);
+  let settle!: Pending['settle'];
+  const settled = new Promise<Outcome>((resolve) => (settle = resolve));
+  let replay: { status: number; type: string; body: string } | undefined;
+  let begun!: () => void;
+  const started = new Promise<void>((resolve) => (begun = resolve));
+  const ended = environment.db.transaction(async (tx) => {
+    const { rows: locked } = await tx.query<{ got: boolean }>('select pg_try_advisory_xact_lock(hashtextextended($1::text, 41)) as got', [`${scope}\n${key}`]);
+    if (!locked[0]!.got) throw new AppError(409, 'A request with this Idempotency-Key is still running: retry it in a moment', 'IDEMPOTENCY_KEY_IN_USE', { retryAfterSeconds: IN_USE_RETRY_AFTER_S });
+    const { rows } = await tx.query<{ fingerprint: string; status: number; type: string; body: string }>(
+      `select fingerprint, status, content_type as type, body from idempotency_keys
+        where scope = $1::text and key = $2::text and created_at > now() - make_interval(hours => $3::int)`,
+      [scope, key, ttlHours],
+      { name: 'idempotency_lookup' },
+    );
+    if (rows[0]) {
+      if (rows[0].fingerprint !== fingerprint) throw new AppError(422, 'This Idempotency-Key was used with another request: use a new key for a new request', 'IDEMPOTENCY_KEY_REUSED');
+      replay = rows[0];
+      return;
+    }
+    pendings.set(request, { environment, tx, scope, key, fingerprint, settle, ended: () => ended });
+    (request as { environment: Environment }).environment = Object.create(environment, {
+      db: { value: keyedDb(environment.db as Db, tx), enumerable: true },
+      // Reads see this transaction's changes: none goes to a replica.
+      replicas: { value: undefined, enumerable: true },
+    }) as Environment;
+    begun();
+    // The handler runs inside the transaction's scope: on PGlite a statement sent to the
+    // environment's own Db instead of the request's fails at once rather than hanging. Its promise
+    // is not awaited: a handler that returns the reply (a thenable) settles only once the answer
+    // is written, after the commit below; its answer reaches onSend, which settles `settled`.
+    Promise.resolve()
+      .then(() => handler.call(app, request, reply))
+      .then(
+        (result: unknown) => {
+          if (!reply.sent) reply.send(result !== undefined && result !== reply ? result : errors.internal('The handler sent no answer'));
+        },
+        (err: unknown) => {
+          if (!reply.sent) reply.send(err as Error);
+        },
+      );
+    const outcome = await settled;
+    if ('rollback' in outcome) throw ROLLBACK;
+    if (outcome.store !== null) {
+      await tx.query(
+        `insert into idempotency_keys (scope, key, fingerprint, status, content_type, body) values ($1::text, $2::text, $3::text, $4::int, $5::text, $6::text)
+         on conflict (scope, key) do update
+           set fingerprint = excluded.fingerprint, status = excluded.status, content_type = excluded.content_type, body = excluded.body, created_at = now()`,
+        [scope, key, fingerprint, outcome.store.status, outcome.store.type, outcome.store.body],
+        { name: 'idempotency_store' },
+      );
+    }
+  });
+  // The lookup's refusal (409 in use, 422 reused) or a database failure before the handler ran.
+  await Promise.race([started, ended.then(() => undefined)]).catch((err) => {
+    if (err !== ROLLBACK) throw err;
+  });
+  if (replay !== undefined) {
+    return reply.code(replay.status).header(REPLAYED_HEADER, 'true').type(replay.type).send(replay.body);
+  }
+  await ended.catch((err) => {
+    if (err !== ROLLBACK && !reply.sent) throw err;
+  });
+  return reply;
+}

@@ -1,0 +1,170 @@
+// Idempotency-Key (issue 41): a retry with the key gets the first answer and changes nothing again;
+// the same key with another request is 422, with another principal a key of its own. Every fixture
+// through the routes, as the bot and the dashboard send them.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { admin } from './helpers/admin.js';
+import { createTestApp, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
+import { chatId, signedIn, type Person } from './helpers/identity.js';
+import { storeName } from './helpers/stores.js';
+
+type Row = Record<string, any>;
+const bot = { authorization: PRODUCTION_KEY };
+
+describe(`Idempotency-Key on ${storeName}`, () => {
+  let t: TestApp;
+  let manager: Person;
+  beforeAll(async () => {
+    t = await createTestApp();
+    manager = await signedIn(t, { rank: 'Senior Agent', clearance: 4 });
+  });
+  afterAll(() => t?.close());
+
+  let n = 0;
+  const newReport = () => ({ report_id: `IK-${process.pid}-${++n}`, reporter: chatId(), reported: chatId(), reason: 'Harassment in voice chat', notes: 'n', evidence: 'e' });
+  const send = (method: 'GET' | 'POST' | 'PATCH', url: string, headers: Record<string, string>, payload?: object, key?: string) =>
+    t.app.inject({ method, url, headers: { ...headers, ...(key === undefined ? {} : { 'idempotency-key': key }) }, ...(payload === undefined ? {} : { payload }) });
+  const rows = async (sql: string, values: unknown[] = []) => (await t.db.production.query<Row>(sql, values)).rows;
+  const count = async (sql: string, values: unknown[] = []) => (await rows(sql, values))[0]!.n as number;
+  /** Sent twice with one key: the second is the first's answer, replayed. */
+  async function twice(method: 'GET' | 'POST' | 'PATCH', url: string, headers: Record<string, string>, payload?: object) {
+    const key = randomUUID();
+    const first = await send(method, url, headers, payload, key);
+    const second = await send(method, url, headers, payload, key);
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+    expect({ status: second.statusCode, body: second.json(), replayed: second.headers['idempotent-replayed'] }).toEqual({ status: first.statusCode, body: first.json(), replayed: 'true' });
+    return { first, key };
+  }
+  const created = async () => {
+    const body = newReport();
+    expect((await send('POST', '/reports/create', bot, body)).statusCode).toBe(201);
+    return body.report_id;
+  };
+
+  it('a create sent twice: one report, one event, the same 201 twice; without the key the second is 409 as before', async () => {
+    const body = newReport();
+    const { first } = await twice('POST', '/reports/create', bot, body);
+    expect(first.statusCode).toBe(201);
+    expect(first.json().report.report_id).toBe(body.report_id);
+    expect(await count('select count(*)::int as n from reports where report_id = $1', [body.report_id])).toBe(1);
+    expect(await count("select count(*)::int as n from events where report_id = $1 and type = 'report.created'", [body.report_id])).toBe(1);
+    expect(await count("select count(*)::int as n from report_timeline where report_id = $1", [body.report_id])).toBe(1);
+    const again = await send('POST', '/reports/create', bot, body);
+    expect({ status: again.statusCode, code: again.json().code }).toEqual({ status: 409, code: 'DUPLICATE' });
+  });
+
+  it("the draft's quoted form is the same key as the bare one", async () => {
+    const body = newReport();
+    const key = randomUUID();
+    expect((await send('POST', '/reports/create', bot, body, key)).statusCode).toBe(201);
+    const quoted = await send('POST', '/reports/create', bot, body, `"${key}"`);
+    expect({ status: quoted.statusCode, replayed: quoted.headers['idempotent-replayed'] }).toEqual({ status: 201, replayed: 'true' });
+  });
+
+  it('a note, an action request, a claim and its completion, each sent twice: one change each, the claim hands back the same action', async () => {
+    const id = await created();
+    await twice('POST', `/reports/${id}/notes`, bot, { note: 'Checked the clip' });
+    expect(await count('select count(*)::int as n from report_notes where report_id = $1', [id])).toBe(1);
+
+    const { first: requested } = await twice('POST', `/reports/${id}/action`, bot, { action: 'contact_reporter', reason: 'Ask for the clip' });
+    expect(requested.statusCode).toBe(200);
+    expect(await count('select count(*)::int as n from report_actions where report_id = $1', [id])).toBe(1);
+
+    await t.app.inject({ method: 'GET', url: '/actions/next', headers: bot }).then(async function drainOthers(res): Promise<void> {
+      // Whatever other tests queued is claimed and completed first: the claim below is this report's.
+      if (res.statusCode !== 200 || res.json().action.report_id === id) {
+        if (res.statusCode === 200) await send('POST', `/actions/${res.json().action.action_id}/complete`, bot, { result: 'failed', note: 'reset' });
+        return;
+      }
+      await send('POST', `/actions/${res.json().action.action_id}/complete`, bot, { result: 'success', note: 'other' });
+      return drainOthers(await t.app.inject({ method: 'GET', url: '/actions/next', headers: bot }));
+    });
+    await send('POST', `/actions/${(await rows('select action_id from report_actions where report_id = $1', [id]))[0]!.action_id}/requeue`, manager.headers);
+    const { first: claim } = await twice('GET', '/actions/next', bot);
+    expect(claim.statusCode).toBe(200);
+    const actionId = claim.json().action.action_id;
+    expect(claim.json().action.report_id).toBe(id);
+    const [action] = await rows('select status, attempts from report_actions where action_id = $1', [actionId]);
+    expect(action).toMatchObject({ status: 'processing' });
+
+    const { first: done } = await twice('POST', `/actions/${actionId}/complete`, bot, { result: 'success', note: 'Reporter contacted' });
+    expect(done.statusCode).toBe(200);
+    expect(await count("select count(*)::int as n from events where type = 'queue.action_completed' and data->>'action_id' = $1", [String(actionId)])).toBeLessThanOrEqual(1);
+    expect((await rows('select status from report_actions where action_id = $1', [actionId]))[0]).toEqual({ status: 'success' });
+  });
+
+  it('a punishment sent twice by a Senior Agent: one punishment, one delivery', async () => {
+    const id = await created();
+    const target = chatId();
+    const body = { user_id: target, reason: 'Harassment', report_id: id, duration: '1d' };
+    const key = randomUUID();
+    const first = await send('POST', '/punishments', manager.headers, body, key);
+    expect(first.statusCode).toBe(201);
+    const deliveries = await count('select count(*)::int as n from discipline_deliveries where user_id = $1', [target]);
+    expect(deliveries).toBeGreaterThan(0);
+    const second = await send('POST', '/punishments', manager.headers, body, key);
+    expect({ status: second.statusCode, body: second.json(), replayed: second.headers['idempotent-replayed'] }).toEqual({ status: 201, body: first.json(), replayed: 'true' });
+    expect(await count('select count(*)::int as n from punishments where user_id = $1', [target])).toBe(1);
+    expect(await count('select count(*)::int as n from discipline_deliveries where user_id = $1', [target])).toBe(deliveries);
+  });
+
+  it('the same key with another request: 422 IDEMPOTENCY_KEY_REUSED, nothing written', async () => {
+    const key = randomUUID();
+    const first = newReport();
+    expect((await send('POST', '/reports/create', bot, first, key)).statusCode).toBe(201);
+    const other = newReport();
+    const res = await send('POST', '/reports/create', bot, other, key);
+    expect({ status: res.statusCode, body: res.json() }).toEqual({
+      status: 422,
+      body: { success: false, error: 'This Idempotency-Key was used with another request: use a new key for a new request', code: 'IDEMPOTENCY_KEY_REUSED' },
+    });
+    expect(await count('select count(*)::int as n from reports where report_id = $1', [other.report_id])).toBe(0);
+  });
+
+  it("one principal's key is not another's: the same key from an agent runs afresh, neither replayed nor refused", async () => {
+    const key = randomUUID();
+    const fromBot = newReport();
+    expect((await send('POST', '/reports/create', bot, fromBot, key)).statusCode).toBe(201);
+    const fromAgent = newReport();
+    const agent = await send('POST', '/reports/create', manager.headers, fromAgent, key);
+    expect(agent.statusCode).toBe(201);
+    expect(agent.headers['idempotent-replayed']).toBeUndefined();
+    expect(agent.json().report.report_id).toBe(fromAgent.report_id);
+    expect(await count('select count(*)::int as n from reports where report_id in ($1, $2)', [fromBot.report_id, fromAgent.report_id])).toBe(2);
+    expect(await rows('select scope from idempotency_keys where key = $1 order by scope', [key])).toEqual([{ scope: `agent:${manager.agent.chat_id}` }, { scope: "key" }]);
+  });
+
+  it('an erasure of a person deletes the kept answers that name them (a retry afterwards runs afresh), and leaves the others', async () => {
+    const person = chatId();
+    const theirs = { ...newReport(), reporter: person };
+    const keyOfTheirs = randomUUID();
+    expect((await send('POST', '/reports/create', bot, theirs, keyOfTheirs)).statusCode).toBe(201);
+    const someoneElse = newReport();
+    const keyOfOther = randomUUID();
+    expect((await send('POST', '/reports/create', bot, someoneElse, keyOfOther)).statusCode).toBe(201);
+    const director = await admin(t);
+    const erased = await t.app.inject({ method: 'POST', url: `/admin/subjects/${person}/erase`, headers: director.headers, payload: { reason: 'Deletion request', reference: `GDPR-IK-${process.pid}-${++n}` } });
+    expect(erased.statusCode, erased.body).toBe(200);
+    expect(erased.json().counts).toMatchObject({ idempotency_keys: 1 });
+    expect(await rows('select key from idempotency_keys where key in ($1, $2)', [keyOfTheirs, keyOfOther])).toEqual([{ key: keyOfOther }]);
+    expect(await count("select count(*)::int as n from idempotency_keys where strpos(body, $1) > 0", [person])).toBe(0);
+    // The retry runs afresh: the report exists (pseudonymised), so 409 as without a key.
+    const retry = await send('POST', '/reports/create', bot, theirs, keyOfTheirs);
+    expect({ status: retry.statusCode, code: retry.json().code, replayed: retry.headers['idempotent-replayed'] }).toEqual({ status: 409, code: 'DUPLICATE', replayed: undefined });
+  });
+
+  it('a key that is too long, empty or sent twice is 400 naming the header, and nothing is written', async () => {
+    for (const key of ['x'.repeat(256), '""', '']) {
+      const body = newReport();
+      const res = await send('POST', '/reports/create', bot, body, key);
+      expect({ status: res.statusCode, code: res.json().code, error: res.json().error }).toEqual({ status: 400, code: 'VALIDATION_ERROR', error: 'Idempotency-Key must be 1 to 255 visible characters, bare or in double quotes' });
+      expect(await count('select count(*)::int as n from reports where report_id = $1', [body.report_id])).toBe(0);
+    }
+  });
+
+  it('a refusal is kept and replayed (404), a request without the key is untouched by one with it', async () => {
+    const { first } = await twice('POST', '/reports/NOPE-IK/notes', bot, { note: 'x' });
+    expect(first.statusCode).toBe(404);
+    expect(await count('select count(*)::int as n from idempotency_keys where status = 404')).toBeGreaterThan(0);
+  });
+});
