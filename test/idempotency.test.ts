@@ -2,11 +2,13 @@
 // the same key with another request is 422, with another principal a key of its own. Every fixture
 // through the routes, as the bot and the dashboard send them.
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sweepExpiredAnswers } from '../src/platform/http/idempotency.js';
 import { admin } from './helpers/admin.js';
 import { createTestApp, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
 import { chatId, signedIn, type Person } from './helpers/identity.js';
-import { storeName } from './helpers/stores.js';
+import { onPostgres, storeName } from './helpers/stores.js';
 
 type Row = Record<string, any>;
 const bot = { authorization: PRODUCTION_KEY };
@@ -153,11 +155,36 @@ describe(`Idempotency-Key on ${storeName}`, () => {
     expect({ status: retry.statusCode, code: retry.json().code, replayed: retry.headers['idempotent-replayed'] }).toEqual({ status: 409, code: 'DUPLICATE', replayed: undefined });
   });
 
-  it('a key that is too long, empty or sent twice is 400 naming the header, and nothing is written', async () => {
+  it('every state-changing operation declares the header in the OpenAPI document, and no other does', async () => {
+    const doc = (await t.app.inject({ url: '/openapi.json' })).json();
+    for (const [path, operations] of Object.entries<Record<string, Row>>(doc.paths)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        const declares = (operation.parameters ?? []).some((p: Row) => p.in === 'header' && p.name === 'idempotency-key');
+        const changes = method !== 'get' || ['/actions/next', '/actions/next/operator', '/actions/next/supervisor', '/discipline/next'].includes(path);
+        expect([method, path, declares]).toEqual([method, path, changes]);
+      }
+    }
+  });
+
+  it('an answer kept past IDEMPOTENCY_KEY_TTL_HOURS is not replayed (the key runs afresh), and the sweep deletes it', async () => {
+    const id = await created();
+    const key = randomUUID();
+    expect((await send('POST', `/reports/${id}/notes`, bot, { note: 'Old' }, key)).statusCode).toBe(201);
+    await t.db.production.query("update idempotency_keys set created_at = now() - interval '25 hours' where key = $1", [key]);
+    const again = await send('POST', `/reports/${id}/notes`, bot, { note: 'Old' }, key);
+    expect({ status: again.statusCode, replayed: again.headers['idempotent-replayed'] }).toEqual({ status: 201, replayed: undefined });
+    expect(await count('select count(*)::int as n from report_notes where report_id = $1', [id])).toBe(2);
+    await t.db.production.query("update idempotency_keys set created_at = now() - interval '25 hours' where key = $1", [key]);
+    expect(await sweepExpiredAnswers(t.db.production, 24)).toBeGreaterThanOrEqual(1);
+    expect(await rows('select 1 from idempotency_keys where key = $1', [key])).toEqual([]);
+  });
+
+  it('a key that is too long or empty is 400 naming the header, and nothing is written', async () => {
     for (const key of ['x'.repeat(256), '""', '']) {
       const body = newReport();
       const res = await send('POST', '/reports/create', bot, body, key);
-      expect({ status: res.statusCode, code: res.json().code, error: res.json().error }).toEqual({ status: 400, code: 'VALIDATION_ERROR', error: 'Idempotency-Key must be 1 to 255 visible characters, bare or in double quotes' });
+      expect({ status: res.statusCode, code: res.json().code }).toEqual({ status: 400, code: 'VALIDATION_ERROR' });
+      expect(res.json().error).toMatch(key === '' ? /^headers\.idempotency-key must NOT have fewer than 1 characters$/ : /^Idempotency-Key must be 1 to 255 visible characters, bare or in double quotes$/);
       expect(await count('select count(*)::int as n from reports where report_id = $1', [body.report_id])).toBe(0);
     }
   });
@@ -166,5 +193,46 @@ describe(`Idempotency-Key on ${storeName}`, () => {
     const { first } = await twice('POST', '/reports/NOPE-IK/notes', bot, { note: 'x' });
     expect(first.statusCode).toBe(404);
     expect(await count('select count(*)::int as n from idempotency_keys where status = 404')).toBeGreaterThan(0);
+  });
+});
+
+describe.runIf(onPostgres)('Idempotency-Key: two requests with one key at once (PostgreSQL)', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(() => t?.close());
+
+  it('the second is 409 IDEMPOTENCY_KEY_IN_USE with Retry-After while the first runs; exactly one runs; the retry after it is the first answer', async () => {
+    const body = { report_id: `IK-PAR-${process.pid}`, reporter: chatId(), reported: chatId(), reason: 'Harassment in voice chat', notes: 'n', evidence: 'e' };
+    const key = randomUUID();
+    const headers = { ...bot, 'idempotency-key': key };
+    // An operator's transaction holds the table: the first request waits inside its own, key held.
+    const holder = new pg.Client({ connectionString: t.urls.production });
+    await holder.connect();
+    try {
+      await holder.query('begin');
+      await holder.query('lock table reports in share mode');
+      const first = t.app.inject({ method: 'POST', url: '/reports/create', headers, payload: body });
+      // Its insert waits on the table: it holds the key's lock by then. (Asked outside the
+      // holder's transaction, whose view of pg_stat_activity is the one it first took.)
+      const running = async () => (await t.db.production.query<{ n: number }>("select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and position('insert into reports' in query) > 0")).rows[0]!.n > 0;
+      while (!(await running())) await new Promise((resolve) => setTimeout(resolve, 20));
+      const second = await t.app.inject({ method: 'POST', url: '/reports/create', headers, payload: body });
+      expect({ status: second.statusCode, retryAfter: second.headers['retry-after'], body: second.json() }).toEqual({
+        status: 409,
+        retryAfter: '1',
+        body: { success: false, error: 'A request with this Idempotency-Key is still running: retry it in a moment', code: 'IDEMPOTENCY_KEY_IN_USE' },
+      });
+      await holder.query('commit');
+      const answered = await first;
+      expect(answered.statusCode).toBe(201);
+      const retry = await t.app.inject({ method: 'POST', url: '/reports/create', headers, payload: body });
+      expect({ status: retry.statusCode, body: retry.json(), replayed: retry.headers['idempotent-replayed'] }).toEqual({ status: 201, body: answered.json(), replayed: 'true' });
+      const { rows } = await t.db.production.query<{ n: number }>("select count(*)::int as n from events where report_id = $1 and type = 'report.created'", [body.report_id]);
+      expect(rows[0]!.n).toBe(1);
+    } finally {
+      await holder.end();
+    }
   });
 });

@@ -17,7 +17,7 @@ import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
 import fp from 'fastify-plugin';
-import { DbError, type Db, type Tx } from '../db/types.js';
+import { DbError, type Db, type Queryable, type Tx } from '../db/types.js';
 import type { Environment } from '../environments.js';
 import { AppError, errors, fromDbError } from '../errors.js';
 import { keyedDb } from './idempotency-db.js';
@@ -28,6 +28,15 @@ const MAX_KEY_LENGTH = 255;
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 /** How long a client waits before asking again while the first request with its key runs. */
 const IN_USE_RETRY_AFTER_S = 1;
+
+const IDEMPOTENCY_HEADER_SCHEMA = {
+  type: 'string',
+  minLength: 1,
+  // The key's 255 characters and the draft's quotes.
+  maxLength: MAX_KEY_LENGTH + 2,
+  description:
+    'A key of the client\'s choosing (1 to 255 characters, bare or in double quotes) that makes a retry of this request return the first answer instead of changing anything again, for IDEMPOTENCY_KEY_TTL_HOURS (24). The same key with another request: 422 IDEMPOTENCY_KEY_REUSED; while the first request runs: 409 IDEMPOTENCY_KEY_IN_USE. A replayed answer carries Idempotent-Replayed: true.',
+};
 
 /** The key as sent: the draft's quoted string ("abc") or a bare token; undefined without the header. */
 export function parseIdempotencyKey(raw: string | string[] | undefined): string | undefined {
@@ -72,6 +81,20 @@ interface Pending {
 type Outcome = { store: { status: number; type: string; body: string } | null } | { rollback: true };
 
 const pendings = new WeakMap<FastifyRequest, Pending>();
+/** How often each instance sweeps an environment's expired answers (after a request with a key). */
+const SWEEP_EVERY_MS = 60_000;
+const SWEEP_BATCH = 1_000;
+const lastSweep = new WeakMap<Db, number>();
+
+/** Deletes up to SWEEP_BATCH answers kept past the TTL; returns how many. */
+export async function sweepExpiredAnswers(db: Queryable, ttlHours: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `delete from idempotency_keys where ctid in (
+       select ctid from idempotency_keys where created_at < now() - make_interval(hours => $1::int) limit $2::int)`,
+    [ttlHours, SWEEP_BATCH],
+  );
+  return rowCount;
+}
 const ROLLBACK = Symbol('idempotency rollback');
 
 export const idempotencyPlugin = fp(
@@ -79,6 +102,11 @@ export const idempotencyPlugin = fp(
     app.addHook('onRoute', (route) => {
       const methods = Array.isArray(route.method) ? route.method : [route.method];
       if (!methods.some((method) => changesState(method, route.config?.changes))) return;
+      // Declared on the operation, for the OpenAPI document and its clients.
+      const schema = route.schema as { hide?: boolean; headers?: { type?: string; properties?: Record<string, unknown> } } | undefined;
+      if (schema && !schema.hide) {
+        schema.headers = { type: 'object', ...schema.headers, properties: { ...schema.headers?.properties, [IDEMPOTENCY_HEADER]: IDEMPOTENCY_HEADER_SCHEMA } };
+      }
       const handler = route.handler as RouteHandlerMethod;
       route.handler = async function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
         const key = parseIdempotencyKey(request.headers[IDEMPOTENCY_HEADER]);
@@ -104,6 +132,7 @@ export const idempotencyPlugin = fp(
       pending.settle({ store: typeof payload === 'string' ? { status: reply.statusCode, type, body: payload } : null });
       try {
         await pending.ended();
+        sweepNowAndThen(pending.environment, ttlHours, request);
         return payload;
       } catch (err) {
         // Not committed, or not known to be: the client's retry finds out (stored, or runs afresh).
@@ -116,6 +145,14 @@ export const idempotencyPlugin = fp(
   },
   { name: 'idempotency' },
 );
+
+/** The environment's expired answers swept, at most once a minute per instance, never waited for. */
+function sweepNowAndThen(environment: Environment, ttlHours: number, request: FastifyRequest): void {
+  const now = Date.now();
+  if (now - (lastSweep.get(environment.db) ?? 0) < SWEEP_EVERY_MS) return;
+  lastSweep.set(environment.db, now);
+  sweepExpiredAnswers(environment.db, ttlHours).catch((err: unknown) => request.log.warn({ err }, 'expired idempotency keys not swept'));
+}
 
 /** What is committed and kept: not a 5xx, not a concurrent change (the retry runs again). */
 function keeps(status: number, payload: unknown): boolean {
