@@ -1,6 +1,7 @@
 // The failover test's pair of clusters (scripts/failover-clusters.sh: cms_failover_a on 5451,
 // cms_failover_b on 5452, roles that swap), and a recorder of every answer a write load gets.
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { closeSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -131,6 +132,8 @@ export interface Answer {
   /** The report id, action id or injection id the write was about. */
   id?: string | number;
   body: any;
+  /** Answered with Idempotent-Replayed: true (a retry's answer, the first try's). */
+  replayed?: boolean;
 }
 
 /** Every write's answer, in the order they came. */
@@ -147,13 +150,29 @@ export class Recorder {
     } catch {
       body = text;
     }
-    const answer: Answer = { kind, start, end: performance.now(), status: res.status, code: body?.code, id, body };
+    const answer: Answer = { kind, start, end: performance.now(), status: res.status, code: body?.code, id, body, replayed: res.headers.get('idempotent-replayed') === 'true' };
     this.answers.push(answer);
     return answer;
   }
 
   ok(kind?: Answer['kind']): Answer[] {
     return this.answers.filter((a) => a.status >= 200 && a.status < 300 && a.status !== 204 && (kind === undefined || a.kind === kind));
+  }
+}
+
+/**
+ * A change as the README's bot sends it: one Idempotency-Key per intended change, sent again on a
+ * 503, a key still in use or a network error, until it is answered otherwise or `deadlineMs` has
+ * passed (then the last answer, or undefined when none came). Every try is in the recorder.
+ */
+export async function sendOnce(recorder: Recorder, kind: Answer['kind'], url: string, init: RequestInit, id?: string | number, deadlineMs = 40_000): Promise<Answer | undefined> {
+  const headers = { ...(init.headers as Record<string, string> | undefined), 'idempotency-key': randomUUID() };
+  const until = performance.now() + deadlineMs;
+  for (;;) {
+    const answer = await recorder.send(kind, url, { ...init, headers }, id).catch(() => undefined);
+    if (answer !== undefined && answer.status !== 503 && answer.code !== 'IDEMPOTENCY_KEY_IN_USE') return answer;
+    if (performance.now() > until) return answer;
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { seedActions } from '../../bench/lib/queue-seed.js';
 import { openPostgres } from '../../src/platform/db/postgres.js';
 import { createTestApp, PRODUCTION_KEY, type TestApp } from '../helpers/app.js';
-import { ctl, multiHostUrl, pollReady, port, primaryIndex, Recorder, repairPair, seedTrainer, setReadOnly, sql, urlAt, usePair } from '../helpers/failover.js';
+import { ctl, multiHostUrl, pollReady, port, primaryIndex, Recorder, repairPair, seedTrainer, sendOnce, setReadOnly, sql, urlAt, usePair } from '../helpers/failover.js';
 import { chatId } from '../helpers/identity.js';
 import { connect, SECRETS, subscribe } from '../helpers/realtime.js';
 import { answering, freePort, startService, type Service } from '../helpers/service-process.js';
@@ -129,24 +129,29 @@ describe.runIf(available)('failover to the synchronous standby under load', () =
     const key = { authorization: KEY, 'content-type': 'application/json' };
     let loading = true;
     let n = 0;
+    // The bot as the README's: each create, claim and completion sent with a key of its own and
+    // sent again with it after a 503 or a lost answer (sendOnce), to either instance.
+    const intended: string[] = [];
     const creator = async (w: number) => {
       while (loading) {
         const id = `FO-R-${w}-${++n}`;
-        await recorder.send('create', `${instance(n)}/reports/create`, { method: 'POST', headers: key, body: JSON.stringify(report(id)) }, id);
+        intended.push(id);
+        await sendOnce(recorder, 'create', `${instance(n)}/reports/create`, { method: 'POST', headers: key, body: JSON.stringify(report(id)) }, id);
         await sleep(20);
       }
     };
     const completeOnce = async (w: number, id: number) => {
       for (let attempt = 0; ; attempt++) {
-        const answer = await recorder.send('complete', `${instance(w + attempt)}/actions/${id}/complete`, { method: 'POST', headers: key, body: JSON.stringify({ result: 'success', note: `worker ${w}` }) }, id);
-        if (answer.status === 200 || (answer.status === 409 && answer.code === 'ACTION_ALREADY_COMPLETED')) return;
+        const answer = await sendOnce(recorder, 'complete', `${instance(w + attempt)}/actions/${id}/complete`, { method: 'POST', headers: key, body: JSON.stringify({ result: 'success', note: `worker ${w}` }) }, id);
+        if (answer?.status === 200 || (answer?.status === 409 && answer.code === 'ACTION_ALREADY_COMPLETED')) return;
         await sleep(100);
       }
     };
     const completed = new Set<number>();
     const worker = async (w: number, until: () => boolean) => {
       for (let i = w; !until(); i++) {
-        const answer = await recorder.send('claim', `${instance(i)}/actions/next`, { headers: { authorization: KEY } });
+        const answer = await sendOnce(recorder, 'claim', `${instance(i)}/actions/next`, { headers: { authorization: KEY } });
+        if (answer === undefined) continue;
         if (answer.status === 200) {
           const id = answer.body.action.action_id as number;
           await completeOnce(w, id);
@@ -205,12 +210,19 @@ describe.runIf(available)('failover to the synchronous standby under load', () =
       http_5xx_other: others5xx.length,
       ready_503_read_only: ready.polls.filter((p) => p.status === 503 && p.production === 'read-only').length,
       orphans_handed_out_again: orphans.filter((o) => requeued.some((r) => Number(r.id) === o)).length,
+      creates_meant: intended.length,
+      replayed: recorder.answers.filter((x) => x.replayed).length,
     };
     console.log(`failover: ${JSON.stringify(figures)}`);
 
     expect(others5xx.map((x) => `${x.kind} ${x.status} ${JSON.stringify(x.body)}`)).toEqual([]);
     expect(unavailable.every((x) => x.code === 'DATABASE_UNAVAILABLE')).toBe(true);
-    expect(recorder.answers.filter((x) => x.status >= 400 && x.status < 500 && x.code !== 'ACTION_ALREADY_COMPLETED').map((x) => `${x.kind} ${x.status} ${x.code}`)).toEqual([]);
+    expect(
+      recorder.answers.filter((x) => x.status >= 400 && x.status < 500 && x.code !== 'ACTION_ALREADY_COMPLETED' && x.code !== 'IDEMPOTENCY_KEY_IN_USE').map((x) => `${x.kind} ${x.status} ${x.code}`),
+    ).toEqual([]);
+    // Exactly once for the retrying bot: every create it meant is there, made once.
+    const made = await sql<{ report_id: string; n: number }>(newPrimary, "select report_id, count(*)::int as n from events where type = 'report.created' and report_id = any($1::text[]) group by 1", [intended]);
+    expect({ meant: intended.length, made: made.length, twice: made.filter((m) => m.n !== 1) }).toEqual({ meant: intended.length, made: intended.length, twice: [] });
     // RPO 0: every write answered 2xx, before, during and after, is on the new primary.
     expect(found.length).toBe(created.length);
     expect(injections.length).toBe(injected.length);

@@ -19,7 +19,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLUSTERS, ctl, port, Recorder, setReadOnly, sql, urlAt, usePair } from '../helpers/failover.js';
+import { CLUSTERS, ctl, port, Recorder, sendOnce, setReadOnly, sql, urlAt, usePair } from '../helpers/failover.js';
 import { chatId } from '../helpers/identity.js';
 import { cleanUp, PAIR_KEY, promote, serviceOnPair } from '../helpers/pair-service.js';
 import type { Service } from '../helpers/service-process.js';
@@ -72,11 +72,14 @@ describe.runIf(available)('a primary that hangs, then the standby promoted', () 
     const key = { authorization: KEY, 'content-type': 'application/json' };
     let loading = true;
     let n = 0;
+    // The bot as the README's: each create with a key of its own, sent again after a 503 or a lost answer.
+    const intended: string[] = [];
     const creator = async (w: number) => {
       while (loading) {
         const id = `FZ-${w}-${++n}`;
+        intended.push(id);
         const body = JSON.stringify({ report_id: id, reporter: chatId(), reported: chatId(), reason: 'Frozen primary', notes: 'n', evidence: 'e' });
-        await recorder.send('create', `${service.url}/reports/create`, { method: 'POST', headers: key, body }, id).catch(() => undefined);
+        await sendOnce(recorder, 'create', `${service.url}/reports/create`, { method: 'POST', headers: key, body }, id);
         await sleep(150);
       }
     };
@@ -105,12 +108,17 @@ describe.runIf(available)('a primary that hangs, then the standby promoted', () 
       s_hang_to_first_503: +((Math.min(...recorder.answers.filter((x) => x.status === 503 && x.end > hung).map((x) => x.end)) - hung) / 1000).toFixed(2),
       http_503: recorder.answers.filter((x) => x.status === 503).length,
       longest_answer_s: +(Math.max(...recorder.answers.map((x) => x.end - x.start)) / 1000).toFixed(2),
+      creates_meant: intended.length,
+      replayed: recorder.answers.filter((x) => x.replayed).length,
     };
     console.log(`frozen primary: ${JSON.stringify(figures)}`);
     expect(recorder.answers.filter((x) => x.status >= 500 && x.status !== 503).map((x) => `${x.status} ${JSON.stringify(x.body)}`)).toEqual([]);
     expect(recorder.answers.filter((x) => x.status === 503).every((x) => x.code === 'DATABASE_UNAVAILABLE')).toBe(true);
     expect(recorder.ok().filter((x) => x.end < hung).length).toBeGreaterThan(0);
     expect(found.length).toBe(created.length);
+    // Exactly once for the retrying bot: every create it meant is there, made once.
+    const made = await sql<{ report_id: string; n: number }>(urlAt(port(standby), database), "select report_id, count(*)::int as n from events where type = 'report.created' and report_id = any($1::text[]) group by 1", [intended]);
+    expect({ meant: intended.length, made: made.length, twice: made.filter((m) => m.n !== 1) }).toEqual({ meant: intended.length, made: intended.length, twice: [] });
     expect(afterPromotion.length).toBeGreaterThan(0);
     expect(figures.s_promotion_to_first_write).toBeLessThanOrEqual(10);
   }, 120_000);
