@@ -7,6 +7,8 @@ export interface MeasureOptions {
   idReplacement?: boolean;
   /** The path (and query) of each request, called once per request: varied ids, offsets, filters. */
   path?: () => string;
+  /** Headers added to each request, called once per request (an Idempotency-Key of its own). */
+  headersFor?: () => Record<string, string>;
   /** Defaults to the run's --connections. */
   connections?: number;
   /** Seconds; defaults to the run's --duration. */

@@ -15,3 +15,23 @@ create table idempotency_keys (
   primary key (scope, key)
 );
 create index idempotency_keys_created_at_idx on idempotency_keys (created_at);
+
+-- The key taken and looked up in one round trip: the advisory lock on (scope, key), tried and
+-- never waited for (in_use when another request holds it), then the answer kept for the key. The
+-- lookup is a statement of its own in a VOLATILE function, so in READ COMMITTED its snapshot is
+-- taken once the lock is held: it sees the answer of a request with the key that committed while
+-- this one was asking for the lock.
+create function idempotency_begin(p_scope text, p_key text, p_ttl_hours integer)
+returns table (in_use boolean, fingerprint text, status integer, content_type text, body text)
+language plpgsql volatile as $$
+begin
+  if not pg_try_advisory_xact_lock(hashtextextended(p_scope || E'\n' || p_key, 41)) then
+    return query select true, null::text, null::integer, null::text, null::text;
+    return;
+  end if;
+  return query select false, k.fingerprint, k.status, k.content_type, k.body from idempotency_keys k
+    where k.scope = p_scope and k.key = p_key and k.created_at > now() - make_interval(hours => p_ttl_hours);
+  if not found then
+    return query select false, null::text, null::integer, null::text, null::text;
+  end if;
+end $$;

@@ -2,6 +2,7 @@
 // claim with `next`, complete, repeat; spread over several instances; a worker whose instance
 // stops answering moves to another one. It records what each worker was handed, so the caller
 // can prove every item was completed exactly once. Shared by the exactly-once test and the bench.
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -26,6 +27,8 @@ export interface FleetOptions {
   deadlineMs: number;
   /** Called after each completion with the running count (e.g. to kill an instance mid-way). */
   onCompleted?(completed: number): void | Promise<void>;
+  /** Each claim and completion with an Idempotency-Key of its own (kept for its retries). */
+  idempotencyKeys?: boolean;
 }
 
 export interface FleetResult {
@@ -70,7 +73,10 @@ export function createFleetClient(workers: number) {
 export async function drainQueue(options: FleetOptions): Promise<FleetResult> {
   const routes = ROUTES[options.queue];
   const client = createFleetClient(options.workers);
-  const headers = { authorization: options.apiKey };
+  const plain = { authorization: options.apiKey };
+  // One key per claim and per completion, the same for its retries (to another instance after a lost answer).
+  const keyed = (key: string | undefined) => (key === undefined ? plain : { ...plain, 'idempotency-key': key });
+  const newKey = () => (options.idempotencyKeys ? randomUUID() : undefined);
   const down = new Set<string>();
   const result: FleetResult = { handouts: new Map(), completed: new Set(), alreadyCompleted: 0, connectionErrors: 0, claimLatencies: [], elapsedMs: 0 };
   const started = performance.now();
@@ -83,11 +89,12 @@ export async function drainQueue(options: FleetOptions): Promise<FleetResult> {
   };
 
   async function complete(worker: number, id: number): Promise<void> {
+    const key = newKey();
     for (let attempt = 0; ; attempt++) {
       const base = instanceFor(worker, attempt);
       let answer: Answer;
       try {
-        answer = await client.request('POST', base + routes.complete(id), headers, JSON.stringify({ result: 'success', note: `worker ${worker}` }));
+        answer = await client.request('POST', base + routes.complete(id), keyed(key), JSON.stringify({ result: 'success', note: `worker ${worker}` }));
       } catch (err) {
         if (!(err instanceof InstanceDown)) throw err;
         result.connectionErrors++;
@@ -104,13 +111,14 @@ export async function drainQueue(options: FleetOptions): Promise<FleetResult> {
 
   async function work(worker: number): Promise<void> {
     let attempt = 0;
+    let key = newKey();
     while (!done()) {
       if (performance.now() > deadline) throw new Error(`deadline: ${result.completed.size} of ${options.total} completed`);
       const base = instanceFor(worker, attempt);
       const t0 = performance.now();
       let answer: Answer;
       try {
-        answer = await client.request('GET', base + routes.next, headers);
+        answer = await client.request('GET', base + routes.next, keyed(key));
       } catch (err) {
         if (!(err instanceof InstanceDown)) throw err;
         result.connectionErrors++;
@@ -118,6 +126,8 @@ export async function drainQueue(options: FleetOptions): Promise<FleetResult> {
         attempt++;
         continue;
       }
+      // Answered: the next claim is another request, with a key of its own.
+      key = newKey();
       if (answer.status === 204) {
         // Empty for now: items may still come back from a sweep, or be completed by others.
         await sleep(25);

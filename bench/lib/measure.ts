@@ -23,7 +23,7 @@ export interface LoadRun {
   statusCodes: Record<string, number>;
 }
 
-export type LoadRunOptions = Pick<MeasureOptions, 'url' | 'method' | 'headers' | 'body' | 'idReplacement' | 'path'> & { connections: number; duration: number };
+export type LoadRunOptions = Pick<MeasureOptions, 'url' | 'method' | 'headers' | 'body' | 'idReplacement' | 'path' | 'headersFor'> & { connections: number; duration: number };
 
 /** One autocannon run, the shared settings of every load in the harness (no pipelining, 10 s timeout). */
 export function runLoad(opts: LoadRunOptions): Promise<LoadRun> {
@@ -36,7 +36,19 @@ export function runLoad(opts: LoadRunOptions): Promise<LoadRun> {
         headers: opts.headers ?? {},
         ...(opts.body === undefined ? {} : { body: opts.body }),
         ...(opts.idReplacement ? { idReplacement: true } : {}),
-        ...(opts.path ? { requests: [{ setupRequest: (request: autocannon.Request) => ({ ...request, path: opts.path!() }) }] } : {}),
+        ...(opts.path || opts.headersFor
+          ? {
+              requests: [
+                {
+                  setupRequest: (request: autocannon.Request) => ({
+                    ...request,
+                    ...(opts.path ? { path: opts.path() } : {}),
+                    ...(opts.headersFor ? { headers: { ...request.headers, ...opts.headersFor() } } : {}),
+                  }),
+                },
+              ],
+            }
+          : {}),
         connections: opts.connections,
         duration: opts.duration,
         pipelining: 1,

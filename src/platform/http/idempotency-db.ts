@@ -1,15 +1,23 @@
 // The environment's Db as a request with an Idempotency-Key sees it (idempotency.ts): every
-// statement in the request's one transaction. The handler's own transactions are savepoints in it,
-// and so is each lone statement, so that one refused (a unique violation answered 409) leaves the
-// transaction usable for the answer that is stored with it.
+// statement in the request's one transaction. The handler's transactions run in it as they are, and
+// so do its lone statements (a savepoint around each would cost two round trips more): one that
+// fails, or a transaction of the handler that throws, makes `failed()` true, and the request's
+// changes are all rolled back while its answer (a refusal) is kept on its own. Transactions nested
+// in the handler's are savepoints, as always.
 import type { Db, Tx } from '../db/types.js';
 
-export function keyedDb(environmentDb: Db, tx: Tx): Db {
+export function keyedDb(environmentDb: Db, tx: Tx): { db: Db; failed(): boolean } {
+  let failed = false;
+  const noting = <T>(run: Promise<T>): Promise<T> =>
+    run.catch((err: unknown) => {
+      failed = true;
+      throw err;
+    });
   const db: Db = {
     kind: environmentDb.kind,
-    query: (text, values, options) => tx.transaction((t) => t.query(text, values, options)),
-    exec: (sql) => tx.transaction((t) => t.exec(sql)),
-    transaction: (fn) => tx.transaction(fn),
+    query: (text, values, options) => noting(tx.query(text, values, options)),
+    exec: (sql) => noting(tx.exec(sql)),
+    transaction: (fn) => noting(fn(tx)),
     listen: (channel, listener) => environmentDb.listen(channel, listener),
     // Within the request's transaction: a session of its own would wait for it.
     direct: (fn) => fn(db),
@@ -19,5 +27,5 @@ export function keyedDb(environmentDb: Db, tx: Tx): Db {
     // The environment's, not the request's to close.
     close: async () => undefined,
   };
-  return db;
+  return { db, failed: () => failed };
 }

@@ -154,6 +154,16 @@ function sweepNowAndThen(environment: Environment, ttlHours: number, request: Fa
   sweepExpiredAnswers(environment.db, ttlHours).catch((err: unknown) => request.log.warn({ err }, 'expired idempotency keys not swept'));
 }
 
+function storeAnswer(db: Queryable, scope: string, key: string, fingerprint: string, answer: { status: number; type: string; body: string }): Promise<unknown> {
+  return db.query(
+    `insert into idempotency_keys (scope, key, fingerprint, status, content_type, body) values ($1::text, $2::text, $3::text, $4::int, $5::text, $6::text)
+     on conflict (scope, key) do update
+       set fingerprint = excluded.fingerprint, status = excluded.status, content_type = excluded.content_type, body = excluded.body, created_at = now()`,
+    [scope, key, fingerprint, answer.status, answer.type, answer.body],
+    { name: 'idempotency_store' },
+  );
+}
+
 /** What is committed and kept: not a 5xx, not a concurrent change (the retry runs again). */
 function keeps(status: number, payload: unknown): boolean {
   if (status >= 500) return false;
@@ -175,23 +185,27 @@ async function runOnce(
   let replay: { status: number; type: string; body: string } | undefined;
   let begun!: () => void;
   const started = new Promise<void>((resolve) => (begun = resolve));
-  const ended = environment.db.transaction(async (tx) => {
-    const { rows: locked } = await tx.query<{ got: boolean }>('select pg_try_advisory_xact_lock(hashtextextended($1::text, 41)) as got', [`${scope}\n${key}`]);
-    if (!locked[0]!.got) throw new AppError(409, 'A request with this Idempotency-Key is still running: retry it in a moment', 'IDEMPOTENCY_KEY_IN_USE', { retryAfterSeconds: IN_USE_RETRY_AFTER_S });
-    const { rows } = await tx.query<{ fingerprint: string; status: number; type: string; body: string }>(
-      `select fingerprint, status, content_type as type, body from idempotency_keys
-        where scope = $1::text and key = $2::text and created_at > now() - make_interval(hours => $3::int)`,
+  /** An answer to keep after the transaction was rolled back (a lone statement of the handler failed in it). */
+  let storeAlone: { status: number; type: string; body: string } | undefined;
+  const transaction = environment.db.transaction(async (tx) => {
+    // The key's lock and its kept answer in one round trip (migration 0035: the lookup sees an
+    // answer committed while this request asked for the lock).
+    const { rows } = await tx.query<{ in_use: boolean; fingerprint: string | null; status: number; type: string; body: string }>(
+      'select in_use, fingerprint, status, content_type as type, body from idempotency_begin($1::text, $2::text, $3::int)',
       [scope, key, ttlHours],
-      { name: 'idempotency_lookup' },
+      { name: 'idempotency_begin' },
     );
-    if (rows[0]) {
-      if (rows[0].fingerprint !== fingerprint) throw new AppError(422, 'This Idempotency-Key was used with another request: use a new key for a new request', 'IDEMPOTENCY_KEY_REUSED');
-      replay = rows[0];
+    const kept = rows[0]!;
+    if (kept.in_use) throw new AppError(409, 'A request with this Idempotency-Key is still running: retry it in a moment', 'IDEMPOTENCY_KEY_IN_USE', { retryAfterSeconds: IN_USE_RETRY_AFTER_S });
+    if (kept.fingerprint !== null) {
+      if (kept.fingerprint !== fingerprint) throw new AppError(422, 'This Idempotency-Key was used with another request: use a new key for a new request', 'IDEMPOTENCY_KEY_REUSED');
+      replay = kept;
       return;
     }
     pendings.set(request, { environment, tx, scope, key, fingerprint, settle, ended: () => ended });
+    const keyed = keyedDb(environment.db as Db, tx);
     (request as { environment: Environment }).environment = Object.create(environment, {
-      db: { value: keyedDb(environment.db as Db, tx), enumerable: true },
+      db: { value: keyed.db, enumerable: true },
       // Reads see this transaction's changes: none goes to a replica.
       replicas: { value: undefined, enumerable: true },
     }) as Environment;
@@ -212,15 +226,17 @@ async function runOnce(
       );
     const outcome = await settled;
     if ('rollback' in outcome) throw ROLLBACK;
-    if (outcome.store !== null) {
-      await tx.query(
-        `insert into idempotency_keys (scope, key, fingerprint, status, content_type, body) values ($1::text, $2::text, $3::text, $4::int, $5::text, $6::text)
-         on conflict (scope, key) do update
-           set fingerprint = excluded.fingerprint, status = excluded.status, content_type = excluded.content_type, body = excluded.body, created_at = now()`,
-        [scope, key, fingerprint, outcome.store.status, outcome.store.type, outcome.store.body],
-        { name: 'idempotency_store' },
-      );
+    if (keyed.failed()) {
+      // The transaction is aborted: whatever it changed is undone with it, and the answer (a
+      // refusal) is kept on its own.
+      storeAlone = outcome.store ?? undefined;
+      throw ROLLBACK;
     }
+    if (outcome.store !== null) await storeAnswer(tx, scope, key, fingerprint, outcome.store);
+  });
+  const ended = transaction.catch(async (err: unknown) => {
+    if (err !== ROLLBACK || storeAlone === undefined) throw err;
+    await storeAnswer(environment.db, scope, key, fingerprint, storeAlone);
   });
   // The lookup's refusal (409 in use, 422 reused) or a database failure before the handler ran.
   await Promise.race([started, ended.then(() => undefined)]).catch((err) => {
