@@ -189,10 +189,24 @@ describe(`Idempotency-Key on ${storeName}`, () => {
     }
   });
 
-  it('a refusal is kept and replayed (404), a request without the key is untouched by one with it', async () => {
-    const { first } = await twice('POST', '/reports/NOPE-IK/notes', bot, { note: 'x' });
-    expect(first.statusCode).toBe(404);
-    expect(await count('select count(*)::int as n from idempotency_keys where status = 404')).toBeGreaterThan(0);
+  it('an answer that changed nothing is not kept: a retry asks again (404 before the report exists, 201 after), an empty claim too', async () => {
+    const key = randomUUID();
+    const id = `IK-LATE-${process.pid}-${++n}`;
+    const early = await send('POST', `/reports/${id}/notes`, bot, { note: 'x' }, key);
+    expect({ status: early.statusCode, replayed: early.headers['idempotent-replayed'] }).toEqual({ status: 404, replayed: undefined });
+    expect(await rows('select 1 from idempotency_keys where key = $1', [key])).toEqual([]);
+    expect((await send('POST', '/reports/create', bot, { ...newReport(), report_id: id })).statusCode).toBe(201);
+    const retry = await send('POST', `/reports/${id}/notes`, bot, { note: 'x' }, key);
+    expect({ status: retry.statusCode, replayed: retry.headers['idempotent-replayed'] }).toEqual({ status: 201, replayed: undefined });
+    expect(await count('select count(*)::int as n from report_notes where report_id = $1', [id])).toBe(1);
+    expect(await rows('select status from idempotency_keys where key = $1', [key])).toEqual([{ status: 201 }]);
+  });
+
+  it('two Idempotency-Key headers are 400, not one key of both', async () => {
+    const body = newReport();
+    const res = await t.app.inject({ method: 'POST', url: '/reports/create', headers: { ...bot, 'idempotency-key': ['a', 'b'] as unknown as string }, payload: body });
+    expect({ status: res.statusCode, body: res.json() }).toEqual({ status: 400, body: { success: false, error: 'Idempotency-Key must be sent once', code: 'VALIDATION_ERROR' } });
+    expect(await count('select count(*)::int as n from reports where report_id = $1', [body.report_id])).toBe(0);
   });
 });
 

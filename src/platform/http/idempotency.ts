@@ -96,6 +96,7 @@ export async function sweepExpiredAnswers(db: Queryable, ttlHours: number): Prom
   return rowCount;
 }
 const ROLLBACK = Symbol('idempotency rollback');
+const NOTHING_WRITTEN = Symbol('idempotency: nothing written');
 
 export const idempotencyPlugin = fp(
   async (app: FastifyInstance, { ttlHours }: { ttlHours: number }) => {
@@ -109,6 +110,8 @@ export const idempotencyPlugin = fp(
       }
       const handler = route.handler as RouteHandlerMethod;
       route.handler = async function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+        // Node joins two such headers into one ("a, b"): counted on the raw ones.
+        if (request.raw.rawHeaders.filter((name, i) => i % 2 === 0 && name.toLowerCase() === IDEMPOTENCY_HEADER).length > 1) throw errors.validation('Idempotency-Key must be sent once');
         const key = parseIdempotencyKey(request.headers[IDEMPOTENCY_HEADER]);
         const scope = scopeOf(request);
         if (key === undefined || scope === undefined || !changesState(request.method, request.routeOptions.config.changes)) return handler.call(this, request, reply);
@@ -136,8 +139,10 @@ export const idempotencyPlugin = fp(
         return payload;
       } catch (err) {
         // Not committed, or not known to be: the client's retry finds out (stored, or runs afresh).
+        // A refusal at COMMIT (a deferred constraint) is the refusal it maps to; an unknown
+        // outcome (the connection lost) is 503, and the retry finds out.
         const failure =
-          err instanceof AppError ? err : err instanceof DbError && fromDbError(err).statusCode === 503 ? fromDbError(err) : new AppError(503, `Database unavailable: ${String((err as Error)?.message ?? err)}`, 'DATABASE_UNAVAILABLE');
+          err instanceof AppError ? err : err instanceof DbError || (err as { code?: unknown })?.code !== undefined ? fromDbError(DbError.from(err)) : new AppError(503, `Database unavailable: ${String((err as Error)?.message ?? err)}`, 'DATABASE_UNAVAILABLE');
         reply.code(failure.statusCode);
         return JSON.stringify({ success: false, error: failure.message, code: failure.code });
       }
@@ -151,17 +156,28 @@ function sweepNowAndThen(environment: Environment, ttlHours: number, request: Fa
   const now = Date.now();
   if (now - (lastSweep.get(environment.db) ?? 0) < SWEEP_EVERY_MS) return;
   lastSweep.set(environment.db, now);
-  sweepExpiredAnswers(environment.db, ttlHours).catch((err: unknown) => request.log.warn({ err }, 'expired idempotency keys not swept'));
+  const sweep = async (): Promise<void> => {
+    // Batch after batch until none is left: the answers hold personal data.
+    while ((await sweepExpiredAnswers(environment.db, ttlHours)) === SWEEP_BATCH);
+  };
+  sweep().catch((err: unknown) => request.log.warn({ err }, 'expired idempotency keys not swept'));
 }
 
-function storeAnswer(db: Queryable, scope: string, key: string, fingerprint: string, answer: { status: number; type: string; body: string }): Promise<unknown> {
-  return db.query(
-    `insert into idempotency_keys (scope, key, fingerprint, status, content_type, body) values ($1::text, $2::text, $3::text, $4::int, $5::text, $6::text)
+/**
+ * The answer, kept; with `ifWritten` only where the transaction has written something (it has a
+ * transaction id: txid_current_if_assigned(), asked before this insert assigns one). Returns the
+ * rows written (0 or 1).
+ */
+async function storeAnswer(db: Queryable, scope: string, key: string, fingerprint: string, answer: { status: number; type: string; body: string }, options: { ifWritten: boolean }): Promise<number> {
+  const { rowCount } = await db.query(
+    `insert into idempotency_keys (scope, key, fingerprint, status, content_type, body)
+     select $1::text, $2::text, $3::text, $4::int, $5::text, $6::text where not $7::boolean or txid_current_if_assigned() is not null
      on conflict (scope, key) do update
        set fingerprint = excluded.fingerprint, status = excluded.status, content_type = excluded.content_type, body = excluded.body, created_at = now()`,
-    [scope, key, fingerprint, answer.status, answer.type, answer.body],
+    [scope, key, fingerprint, answer.status, answer.type, answer.body, options.ifWritten],
     { name: 'idempotency_store' },
   );
+  return rowCount;
 }
 
 /** What is committed and kept: not a 5xx, not a concurrent change (the retry runs again). */
@@ -185,8 +201,6 @@ async function runOnce(
   let replay: { status: number; type: string; body: string } | undefined;
   let begun!: () => void;
   const started = new Promise<void>((resolve) => (begun = resolve));
-  /** An answer to keep after the transaction was rolled back (a lone statement of the handler failed in it). */
-  let storeAlone: { status: number; type: string; body: string } | undefined;
   const transaction = environment.db.transaction(async (tx) => {
     // The key's lock and its kept answer in one round trip (migration 0035: the lookup sees an
     // answer committed while this request asked for the lock).
@@ -226,17 +240,17 @@ async function runOnce(
       );
     const outcome = await settled;
     if ('rollback' in outcome) throw ROLLBACK;
-    if (keyed.failed()) {
-      // The transaction is aborted: whatever it changed is undone with it, and the answer (a
-      // refusal) is kept on its own.
-      storeAlone = outcome.store ?? undefined;
-      throw ROLLBACK;
-    }
-    if (outcome.store !== null) await storeAnswer(tx, scope, key, fingerprint, outcome.store);
+    // A statement or transaction of the handler failed: whatever the request changed is undone
+    // (the transaction may be aborted), and its answer, a refusal, is not kept.
+    if (keyed.failed()) throw NOTHING_WRITTEN;
+    // Kept only when the request changed something: an answer that changed nothing (a refusal,
+    // an empty queue) is asked again by a retry, which then sees the state as it is. Nothing
+    // written: rolled back, so that no commit clears this instance's caches (environment-db.ts).
+    const stored = outcome.store === null ? 0 : await storeAnswer(tx, scope, key, fingerprint, outcome.store, { ifWritten: true });
+    if (stored === 0) throw NOTHING_WRITTEN;
   });
   const ended = transaction.catch(async (err: unknown) => {
-    if (err !== ROLLBACK || storeAlone === undefined) throw err;
-    await storeAnswer(environment.db, scope, key, fingerprint, storeAlone);
+    if (err !== NOTHING_WRITTEN) throw err;
   });
   // The lookup's refusal (409 in use, 422 reused) or a database failure before the handler ran.
   await Promise.race([started, ended.then(() => undefined)]).catch((err) => {
