@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashToken, SESSION_COOKIE } from '../src/platform/auth/sessions.js';
 import { sweepExpiredAnswers } from '../src/platform/http/idempotency.js';
 import { admin } from './helpers/admin.js';
 import { createTestApp, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
@@ -245,6 +246,39 @@ describe.runIf(onPostgres)('Idempotency-Key: two requests with one key at once (
       expect({ status: retry.statusCode, body: retry.json(), replayed: retry.headers['idempotent-replayed'] }).toEqual({ status: 201, body: answered.json(), replayed: 'true' });
       const { rows } = await t.db.production.query<{ n: number }>("select count(*)::int as n from events where report_id = $1 and type = 'report.created'", [body.report_id]);
       expect(rows[0]!.n).toBe(1);
+    } finally {
+      await holder.end();
+    }
+  });
+});
+
+describe.runIf(onPostgres)('Idempotency-Key: work after the commit waits for the request\'s commit (PostgreSQL)', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(() => t?.close());
+
+  it("a keyed suspension clears this instance's session cache after its commit: the agent's request in between does not keep them in", async () => {
+    const agent = await signedIn(t, { rank: 'Agent', clearance: 3 });
+    const tokenHash = hashToken(agent.cookie.slice(SESSION_COOKIE.length + 1));
+    const sessions = t.environments.get('production')!.sessions;
+    expect((await t.app.inject({ url: '/agents', headers: agent.headers })).statusCode).toBe(200);
+    const holder = new pg.Client({ connectionString: t.urls.production });
+    await holder.connect();
+    try {
+      // Holds the keyed request after its handler (the cache cleared, before) and before its commit.
+      await holder.query('begin');
+      await holder.query('lock table idempotency_keys in share mode');
+      const suspension = t.app.inject({ method: 'PATCH', url: `/agents/${agent.agent.chat_id}/update`, headers: { ...bot, 'idempotency-key': randomUUID() }, payload: { status: 'suspended', reason: 'Suspended pending review' } });
+      const waiting = async () => (await t.db.production.query<{ n: number }>("select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()")).rows[0]!.n > 0;
+      while (!(await waiting())) await new Promise((resolve) => setTimeout(resolve, 10));
+      // The agent's own request meanwhile: it reads (and caches) the row as committed, still active.
+      expect((await t.app.inject({ url: '/agents', headers: agent.headers })).statusCode).toBe(200);
+      await holder.query('commit');
+      expect((await suspension).statusCode).toBe(200);
+      expect(sessions.get(tokenHash)).toBeUndefined();
+      expect((await t.app.inject({ url: '/agents', headers: agent.headers })).statusCode).toBe(401);
     } finally {
       await holder.end();
     }

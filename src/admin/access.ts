@@ -14,6 +14,7 @@ import { errors } from '../platform/errors.js';
 import { COMMON_ERRORS, errorResponses, nullableString, timestamp } from '../platform/http/schemas.js';
 import { AdminReason, CorrelationId } from './schemas.js';
 import { lockAdmins, recordAdminChange, type AdminAction } from './trail.js';
+import { afterCommit } from '../platform/after-commit.js';
 
 const tags = ['Administration'];
 
@@ -88,7 +89,7 @@ async function changeAccess(request: FastifyRequest<{ Body: Static<typeof Access
     });
     return { entry, correlation_id: correlationId };
   });
-  env.sessions.invalidate(chatId);
+  await afterCommit(env, () => env.sessions.invalidate(chatId));
   return { success: true as const, ...result };
 }
 

@@ -11,6 +11,7 @@ import { errors } from '../platform/errors.js';
 import { COMMON_ERRORS, errorResponses, nullableString } from '../platform/http/schemas.js';
 import { AdminReason, CorrelationId } from './schemas.js';
 import { lockAdmins, recordAdminChange } from './trail.js';
+import { afterCommit } from '../platform/after-commit.js';
 
 const tags = ['Administration'];
 
@@ -102,7 +103,7 @@ export const adminAgentRoutes: FastifyPluginAsyncTypebox = async (app) => {
         return { agent: after, changed, correlation_id: correlationId };
       });
       // Other instances hear the change through the database; this one forgets it right away.
-      env.sessions.invalidate(targetId);
+      await afterCommit(env, () => env.sessions.invalidate(targetId));
       return { success: true as const, ...result };
     },
   );

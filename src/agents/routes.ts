@@ -13,6 +13,7 @@ import { actorOf, readDb } from '../platform/http/request-context.js';
 import { COMMON_ERRORS, errorResponses } from '../platform/http/schemas.js';
 import { agentOf, findAgent, insertAgent, listAgents, lockAgents, updateAgent } from './queries.js';
 import { AgentList, AgentListQuery, AgentParams, AgentResult, CreateAgentBody, UpdateAgentBody } from './schemas.js';
+import { afterCommit } from '../platform/after-commit.js';
 
 const tags = ['Agents'];
 const BOT_FIELDS: ReadonlySet<string> = new Set(['name', 'status', 'security_id', 'agreement_id', 'agent_id', 'clearance_id', 'clearance_level', 'reason']);
@@ -111,7 +112,7 @@ export const agentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         return after;
       });
       // Other instances hear the change through the database; this one forgets it right away.
-      request.environment.sessions.invalidate(agent.chat_id);
+      await afterCommit(request.environment, () => request.environment.sessions.invalidate(agent.chat_id));
       return { success: true as const, agent };
     },
   );

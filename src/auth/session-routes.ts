@@ -5,6 +5,7 @@ import { isSupervisorRank, MINIMUM_CLEARANCES, permissionFlags } from '../platfo
 import { destroySession, SESSION_COOKIE } from '../platform/auth/sessions.js';
 import { COMMON_ERRORS, errorResponses } from '../platform/http/schemas.js';
 import { LogoutResult, MeResult } from './session-schemas.js';
+import { afterCommit } from '../platform/after-commit.js';
 
 const tags = ['Authentication'];
 
@@ -38,7 +39,8 @@ export const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       if (request.principal?.kind === 'session') {
         await destroySession(request.environment.db, request.principal.token);
-        request.environment.sessions.invalidate(request.principal.agent.chat_id);
+        const chatId = request.principal.agent.chat_id;
+        await afterCommit(request.environment, () => request.environment.sessions.invalidate(chatId));
       }
       reply.clearCookie(SESSION_COOKIE, { path: '/' });
       return { success: true as const };

@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import { errors } from '../platform/errors.js';
 import { COMMON_ERRORS, errorResponses } from '../platform/http/schemas.js';
 import { resetDemo } from './seed.js';
+import { afterCommit } from '../platform/after-commit.js';
 
 const ResetResult = Type.Object({ success: Type.Literal(true) });
 
@@ -27,7 +28,7 @@ export const demoRoutes: FastifyPluginAsyncTypebox = async (app) => {
         throw errors.forbidden('Demo reset is only available in the demo environment', 'DEMO_ONLY');
       }
       await request.environment.db.transaction(resetDemo);
-      request.environment.sessions.clear();
+      await afterCommit(request.environment, () => request.environment.sessions.clear());
       request.log.info({ actor: request.principal?.kind === 'session' ? request.principal.agent.chat_id : null }, 'demo reset');
       return { success: true as const };
     },

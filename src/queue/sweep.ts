@@ -10,6 +10,7 @@
 import { punishmentFlaggedSql, punishmentReportIdSql } from '../platform/auth/report-access.js';
 import type { Queryable } from '../platform/db/types.js';
 import type { Environment } from '../platform/environments.js';
+import { afterCommit } from '../platform/after-commit.js';
 
 export const DEFAULT_STALE_TIMEOUT_MS = 10 * 60 * 1000;
 /** Hand-outs before a stale item fails for good (the literal 3 is also in the partial indexes). */
@@ -113,6 +114,6 @@ export async function sweepStale(db: Queryable, table: SweptQueue, options: { ti
  */
 export async function sweepBeforePickup(env: Environment, table: SweptQueue, correlationId: string): Promise<SweepResult> {
   const swept = await sweepStale(env.db, table, { timeoutMs: env.staleTimeoutMs, correlationId });
-  if (swept.requeued.length > 0) env.idleQueues.clear();
+  if (swept.requeued.length > 0) await afterCommit(env, () => env.idleQueues.clear());
   return swept;
 }

@@ -13,6 +13,7 @@ import { actorOf, readDb } from '../platform/http/request-context.js';
 import { announce, announceOnCommit, type AnnounceDeps, type Announcement } from './broadcaster.js';
 import { findSession, lockSession, type SessionRow } from './session-queries.js';
 import { roleOf, type Role } from './session-view.js';
+import { afterCommit } from '../platform/after-commit.js';
 
 export type TrainingDeps = AnnounceDeps;
 
@@ -108,6 +109,6 @@ export async function changeSession<T>(
     const change = await fn(tx, { session: session!, role, actor, correlationId: request.id });
     return { session: session!, change, sent: await announceOnCommit(deps, tx, context, session!, change.announce) };
   });
-  if (!sent) await announce(deps, context, session, change.announce);
+  if (!sent) await afterCommit(request.environment, () => announce(deps, context, session, change.announce));
   return change.result;
 }

@@ -26,6 +26,7 @@ import {
   SessionPayload,
 } from './session-schemas.js';
 import { instanceView, loadSessionPayload, roleOf, sessionView } from './session-view.js';
+import { afterCommit } from '../platform/after-commit.js';
 
 const tags = ['Training center'];
 
@@ -52,7 +53,7 @@ async function createSession(deps: TrainingDeps, request: FastifyRequest<{ Body:
   const me = trainer(request);
   const { trainee_id: traineeId, scenario_id: scenarioId } = request.body;
   if (traineeId === me.chat_id) throw errors.validation('body.trainee_id: a trainer cannot train themselves');
-  let afterCommit: (() => Promise<void>) | undefined;
+  let announceLater: (() => Promise<void>) | undefined;
   const created = await request.environment.db.transaction(async (tx) => {
     // Shared lock: the trainee cannot leave onboarding before this session is committed.
     const { rows } = await tx.query<{ status: string }>('select status from agents where chat_id = $1::text for share', [traineeId]);
@@ -74,10 +75,10 @@ async function createSession(deps: TrainingDeps, request: FastifyRequest<{ Body:
     const session = (await findSession(tx, id))!;
     const announcement = [{ event, audience: 'members' as const }];
     const context = { environment: request.environment.name, requestId: request.id };
-    if (!(await announceOnCommit(deps, tx, context, session, announcement))) afterCommit = () => announce(deps, context, session, announcement);
+    if (!(await announceOnCommit(deps, tx, context, session, announcement))) announceLater = () => announce(deps, context, session, announcement);
     return session;
   });
-  await afterCommit?.();
+  if (announceLater) await afterCommit(request.environment, announceLater);
   return created;
 }
 

@@ -20,6 +20,7 @@ import fp from 'fastify-plugin';
 import { DbError, type Db, type Queryable, type Tx } from '../db/types.js';
 import type { Environment } from '../environments.js';
 import { AppError, errors, fromDbError } from '../errors.js';
+import { afterCommitProperty, newAfterCommitQueue, runAfterCommit, type AfterCommitQueue } from '../after-commit.js';
 import { keyedDb } from './idempotency-db.js';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
@@ -76,6 +77,10 @@ interface Pending {
   settle(outcome: Outcome): void;
   /** The transaction's end: committed, or why not. */
   ended(): Promise<void>;
+  /** Work the handler left for after the commit (after-commit.ts), run once it is made. */
+  afterCommit: AfterCommitQueue;
+  /** The request changed something, and its transaction was to commit. */
+  wrote(): boolean;
 }
 
 type Outcome = { store: { status: number; type: string; body: string } | null } | { rollback: true };
@@ -135,6 +140,7 @@ export const idempotencyPlugin = fp(
       pending.settle({ store: typeof payload === 'string' ? { status: reply.statusCode, type, body: payload } : null });
       try {
         await pending.ended();
+        if (pending.wrote()) await runAfterCommit(pending.afterCommit, (err) => request.log.error({ err }, 'work after the commit failed'));
         sweepNowAndThen(pending.environment, ttlHours, request);
         return payload;
       } catch (err) {
@@ -201,6 +207,7 @@ async function runOnce(
   let replay: { status: number; type: string; body: string } | undefined;
   let begun!: () => void;
   const started = new Promise<void>((resolve) => (begun = resolve));
+  let wrote = false;
   const transaction = environment.db.transaction(async (tx) => {
     // The key's lock and its kept answer in one round trip (migration 0035: the lookup sees an
     // answer committed while this request asked for the lock).
@@ -216,9 +223,11 @@ async function runOnce(
       replay = kept;
       return;
     }
-    pendings.set(request, { environment, tx, scope, key, fingerprint, settle, ended: () => ended });
+    const queue = newAfterCommitQueue();
+    pendings.set(request, { environment, tx, scope, key, fingerprint, settle, ended: () => ended, afterCommit: queue, wrote: () => wrote });
     const keyed = keyedDb(environment.db as Db, tx);
     (request as { environment: Environment }).environment = Object.create(environment, {
+      ...afterCommitProperty(queue),
       db: { value: keyed.db, enumerable: true },
       // Reads see this transaction's changes: none goes to a replica.
       replicas: { value: undefined, enumerable: true },
@@ -248,6 +257,7 @@ async function runOnce(
     // written: rolled back, so that no commit clears this instance's caches (environment-db.ts).
     const stored = outcome.store === null ? 0 : await storeAnswer(tx, scope, key, fingerprint, outcome.store, { ifWritten: true });
     if (stored === 0) throw NOTHING_WRITTEN;
+    wrote = true;
   });
   const ended = transaction.catch(async (err: unknown) => {
     if (err !== NOTHING_WRITTEN) throw err;
