@@ -11,6 +11,9 @@ create table idempotency_keys (
   status integer not null check (status between 100 and 499),
   content_type text not null,
   body text,
+  -- The reports the request and its answer name: a replay to a principal who may no longer see
+  -- one of them (flagged since) is refused as a new request would be.
+  report_ids text[] not null default '{}',
   created_at timestamptz not null default now(),
   primary key (scope, key)
 );
@@ -22,16 +25,16 @@ create index idempotency_keys_created_at_idx on idempotency_keys (created_at);
 -- taken once the lock is held: it sees the answer of a request with the key that committed while
 -- this one was asking for the lock.
 create function idempotency_begin(p_scope text, p_key text, p_ttl_hours integer)
-returns table (in_use boolean, fingerprint text, status integer, content_type text, body text)
+returns table (in_use boolean, fingerprint text, status integer, content_type text, body text, report_ids text[])
 language plpgsql volatile as $$
 begin
   if not pg_try_advisory_xact_lock(hashtextextended(p_scope || E'\n' || p_key, 41)) then
-    return query select true, null::text, null::integer, null::text, null::text;
+    return query select true, null::text, null::integer, null::text, null::text, null::text[];
     return;
   end if;
-  return query select false, k.fingerprint, k.status, k.content_type, k.body from idempotency_keys k
+  return query select false, k.fingerprint, k.status, k.content_type, k.body, k.report_ids from idempotency_keys k
     where k.scope = p_scope and k.key = p_key and k.created_at > now() - make_interval(hours => p_ttl_hours);
   if not found then
-    return query select false, null::text, null::integer, null::text, null::text;
+    return query select false, null::text, null::integer, null::text, null::text, null::text[];
   end if;
 end $$;

@@ -111,6 +111,20 @@ describe(`Idempotency-Key on ${storeName}`, () => {
     expect(await count('select count(*)::int as n from discipline_deliveries where user_id = $1', [target])).toBe(deliveries);
   });
 
+  it("a replay asks the visibility model again: a punishment whose report was flagged since is refused to a Senior Agent, as a GET is", async () => {
+    const id = await created();
+    const body = { user_id: chatId(), reason: 'Harassment in voice', duration: '7d', report_id: id };
+    const key = randomUUID();
+    const first = await send('POST', '/punishments', manager.headers, body, key);
+    expect(first.statusCode).toBe(201);
+    expect((await send('PATCH', `/reports/${id}/update`, bot, { is_supervisor: true })).statusCode).toBe(200);
+    const now = await t.app.inject({ url: `/punishments/${first.json().punishment.punishment_id}`, headers: manager.headers });
+    const replay = await send('POST', '/punishments', manager.headers, body, key);
+    expect({ status: replay.statusCode, code: replay.json().code, replayed: replay.headers['idempotent-replayed'] }).toEqual({ status: now.statusCode, code: now.json().code, replayed: undefined });
+    expect(replay.statusCode).toBe(403);
+    expect(replay.body).not.toContain(body.user_id);
+  });
+
   it('the same key with another request: 422 IDEMPOTENCY_KEY_REUSED, nothing written', async () => {
     const key = randomUUID();
     const first = newReport();

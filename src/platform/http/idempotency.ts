@@ -19,6 +19,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod 
 import fp from 'fastify-plugin';
 import { DbError, type Db, type Queryable, type Tx } from '../db/types.js';
 import type { Environment } from '../environments.js';
+import { assertMaySeeReport, reportFlaggedSql } from '../auth/report-access.js';
 import { AppError, errors, fromDbError } from '../errors.js';
 import { afterCommitProperty, newAfterCommitQueue, runAfterCommit, type AfterCommitQueue } from '../after-commit.js';
 import { keyedDb } from './idempotency-db.js';
@@ -174,16 +175,46 @@ function sweepNowAndThen(environment: Environment, ttlHours: number, request: Fa
  * transaction id: txid_current_if_assigned(), asked before this insert assigns one). Returns the
  * rows written (0 or 1).
  */
-async function storeAnswer(db: Queryable, scope: string, key: string, fingerprint: string, answer: { status: number; type: string; body: string }, options: { ifWritten: boolean }): Promise<number> {
+async function storeAnswer(
+  db: Queryable,
+  scope: string,
+  key: string,
+  fingerprint: string,
+  answer: { status: number; type: string; body: string; reportIds: string[] },
+  options: { ifWritten: boolean },
+): Promise<number> {
   const { rowCount } = await db.query(
-    `insert into idempotency_keys (scope, key, fingerprint, status, content_type, body)
-     select $1::text, $2::text, $3::text, $4::int, $5::text, $6::text where not $7::boolean or txid_current_if_assigned() is not null
+    `insert into idempotency_keys (scope, key, fingerprint, status, content_type, body, report_ids)
+     select $1::text, $2::text, $3::text, $4::int, $5::text, $6::text, $8::text[] where not $7::boolean or txid_current_if_assigned() is not null
      on conflict (scope, key) do update
-       set fingerprint = excluded.fingerprint, status = excluded.status, content_type = excluded.content_type, body = excluded.body, created_at = now()`,
-    [scope, key, fingerprint, answer.status, answer.type, answer.body, options.ifWritten],
+       set fingerprint = excluded.fingerprint, status = excluded.status, content_type = excluded.content_type, body = excluded.body,
+           report_ids = excluded.report_ids, created_at = now()`,
+    [scope, key, fingerprint, answer.status, answer.type, answer.body, options.ifWritten, answer.reportIds],
     { name: 'idempotency_store' },
   );
   return rowCount;
+}
+
+const MAX_REPORT_IDS = 100;
+
+/** The reports a request and its answer name (every `report_id` in them), for the replay's visibility check. */
+function reportIdsOf(request: FastifyRequest, body: string): string[] {
+  const found = new Set<string>();
+  const walk = (value: unknown, depth: number): void => {
+    if (found.size >= MAX_REPORT_IDS || depth > 8 || value === null || typeof value !== 'object') return;
+    for (const [name, inner] of Object.entries(value)) {
+      if (name === 'report_id' && typeof inner === 'string') found.add(inner);
+      else walk(inner, depth + 1);
+    }
+  };
+  walk(request.params, 0);
+  walk(request.body, 0);
+  try {
+    walk(JSON.parse(body), 0);
+  } catch {
+    // Not JSON: it names nothing.
+  }
+  return [...found];
 }
 
 /** What is committed and kept: not a 5xx, not a concurrent change (the retry runs again). */
@@ -211,8 +242,8 @@ async function runOnce(
   const transaction = environment.db.transaction(async (tx) => {
     // The key's lock and its kept answer in one round trip (migration 0035: the lookup sees an
     // answer committed while this request asked for the lock).
-    const { rows } = await tx.query<{ in_use: boolean; fingerprint: string | null; status: number; type: string; body: string }>(
-      'select in_use, fingerprint, status, content_type as type, body from idempotency_begin($1::text, $2::text, $3::int)',
+    const { rows } = await tx.query<{ in_use: boolean; fingerprint: string | null; status: number; type: string; body: string; report_ids: string[] | null }>(
+      'select in_use, fingerprint, status, content_type as type, body, report_ids from idempotency_begin($1::text, $2::text, $3::int)',
       [scope, key, ttlHours],
       { name: 'idempotency_begin' },
     );
@@ -220,6 +251,11 @@ async function runOnce(
     if (kept.in_use) throw new AppError(409, 'A request with this Idempotency-Key is still running: retry it in a moment', 'IDEMPOTENCY_KEY_IN_USE', { retryAfterSeconds: IN_USE_RETRY_AFTER_S });
     if (kept.fingerprint !== null) {
       if (kept.fingerprint !== fingerprint) throw new AppError(422, 'This Idempotency-Key was used with another request: use a new key for a new request', 'IDEMPOTENCY_KEY_REUSED');
+      // The visibility model, asked again: a report the answer names may have been flagged since.
+      if ((kept.report_ids ?? []).length > 0) {
+        const { rows: flagged } = await tx.query<{ flagged: boolean }>(`select exists (select 1 from unnest($1::text[]) as r(id) where ${reportFlaggedSql('r.id')}) as flagged`, [kept.report_ids]);
+        if (flagged[0]!.flagged) assertMaySeeReport(request, { is_supervisor: true });
+      }
       replay = kept;
       return;
     }
@@ -255,7 +291,7 @@ async function runOnce(
     // Kept only when the request changed something: an answer that changed nothing (a refusal,
     // an empty queue) is asked again by a retry, which then sees the state as it is. Nothing
     // written: rolled back, so that no commit clears this instance's caches (environment-db.ts).
-    const stored = outcome.store === null ? 0 : await storeAnswer(tx, scope, key, fingerprint, outcome.store, { ifWritten: true });
+    const stored = outcome.store === null ? 0 : await storeAnswer(tx, scope, key, fingerprint, { ...outcome.store, reportIds: reportIdsOf(request, outcome.store.body) }, { ifWritten: true });
     if (stored === 0) throw NOTHING_WRITTEN;
     wrote = true;
   });
