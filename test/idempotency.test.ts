@@ -177,6 +177,7 @@ describe(`Idempotency-Key on ${storeName}`, () => {
         const declares = (operation.parameters ?? []).some((p: Row) => p.in === 'header' && p.name === 'idempotency-key');
         const changes = method !== 'get' || ['/actions/next', '/actions/next/operator', '/actions/next/supervisor', '/discipline/next'].includes(path);
         expect([method, path, declares]).toEqual([method, path, changes]);
+        if (changes) expect([method, path, Object.keys(operation.responses).filter((s) => s === '409' || s === '422')]).toEqual([method, path, ['409', '422']]);
       }
     }
   });

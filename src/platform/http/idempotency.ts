@@ -23,6 +23,7 @@ import { assertMaySeeReport, reportFlaggedSql } from '../auth/report-access.js';
 import { AppError, errors, fromDbError } from '../errors.js';
 import { afterCommitProperty, newAfterCommitQueue, runAfterCommit, type AfterCommitQueue } from '../after-commit.js';
 import { keyedDb } from './idempotency-db.js';
+import { errorResponses } from './schemas.js';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export const REPLAYED_HEADER = 'idempotent-replayed';
@@ -110,9 +111,11 @@ export const idempotencyPlugin = fp(
       const methods = Array.isArray(route.method) ? route.method : [route.method];
       if (!methods.some((method) => changesState(method, route.config?.changes))) return;
       // Declared on the operation, for the OpenAPI document and its clients.
-      const schema = route.schema as { hide?: boolean; headers?: { type?: string; properties?: Record<string, unknown> } } | undefined;
+      const schema = route.schema as { hide?: boolean; headers?: { type?: string; properties?: Record<string, unknown> }; response?: Record<string, unknown> } | undefined;
       if (schema && !schema.hide) {
         schema.headers = { type: 'object', ...schema.headers, properties: { ...schema.headers?.properties, [IDEMPOTENCY_HEADER]: IDEMPOTENCY_HEADER_SCHEMA } };
+        // The key's own refusals: another request with it (422), the first still running (409).
+        if (schema.response) schema.response = { ...errorResponses(409, 422), ...schema.response };
       }
       const handler = route.handler as RouteHandlerMethod;
       route.handler = async function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
