@@ -125,6 +125,19 @@ describe(`Idempotency-Key on ${storeName}`, () => {
     expect(replay.body).not.toContain(body.user_id);
   });
 
+  it('a keyed poll that sweeps and then finds nothing (204) keeps its sweep: the stale action past its retries is failed', async () => {
+    // An action claimed a day ago for the third time (its claim backdated): the pickup's sweep fails it for good.
+    const id = await created();
+    expect((await send('POST', `/reports/${id}/action`, bot, { action: 'contact_reporter', reason: 'Ask' })).statusCode).toBe(200);
+    await t.db.production.query("update report_actions set status = 'processing', attempts = 3, claimed_at = now() - interval '1 day' where report_id = $1", [id]);
+    await t.db.production.query("update report_actions set status = 'success' where report_id <> $1 and status in ('pending', 'processing')", [id]);
+    t.environments.get('production')!.idleQueues.clear();
+    const poll = await send('GET', '/actions/next', bot, undefined, randomUUID());
+    expect(poll.statusCode).toBe(204);
+    expect(await rows('select status from report_actions where report_id = $1', [id])).toEqual([{ status: 'failed' }]);
+    expect(await count("select count(*)::int as n from events where type = 'queue.action_failed' and report_id = $1", [id])).toBe(1);
+  });
+
   it('the same key with another request: 422 IDEMPOTENCY_KEY_REUSED, nothing written', async () => {
     const key = randomUUID();
     const first = newReport();

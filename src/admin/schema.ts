@@ -11,6 +11,7 @@ import { SCHEMA_RELOAD_CHANNEL } from '../platform/environments.js';
 import { COMMON_ERRORS, errorResponses, nullableString, stringEnum, timestamp } from '../platform/http/schemas.js';
 import { CorrelationId, ReasonBody } from './schemas.js';
 import { lockAdmins, recordAdminChange } from './trail.js';
+import { afterCommit } from '../platform/after-commit.js';
 
 const tags = ['Administration'];
 
@@ -168,8 +169,8 @@ export const adminSchemaRoutes: FastifyPluginAsyncTypebox = async (app) => {
           data: { channel: SCHEMA_RELOAD_CHANNEL },
         });
       });
-      // At once, not only when this instance hears its own notification.
-      env.reloadSchema();
+      // At once (after the commit), not only when this instance hears its own notification.
+      await afterCommit(env, () => env.reloadSchema());
       return { success: true as const, correlation_id: correlationId };
     },
   );

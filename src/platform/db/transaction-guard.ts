@@ -21,6 +21,15 @@ export async function runInTransactionScope<T>(owner: object, fn: () => Promise<
   }
 }
 
+/**
+ * Runs `fn` outside every transaction's scope: work that follows a transaction's commit but is
+ * reached from inside its callback (a keyed request's after-commit work, idempotency.ts), where
+ * the guard would otherwise take a statement to the outer handle for a mistake.
+ */
+export function outsideTransactionScope<T>(fn: () => T): T {
+  return openTransactions.exit(fn);
+}
+
 export function assertOutsideTransaction(owner: object): void {
   if (openTransactions.getStore()?.has(owner)) {
     throw new DbError('db.query called inside db.transaction: use the tx handle passed to the callback', undefined, undefined, undefined);

@@ -21,6 +21,7 @@ import { DbError, type Db, type Queryable, type Tx } from '../db/types.js';
 import type { Environment } from '../environments.js';
 import { assertMaySeeReport, reportFlaggedSql } from '../auth/report-access.js';
 import { AppError, errors, fromDbError } from '../errors.js';
+import { outsideTransactionScope } from '../db/transaction-guard.js';
 import { afterCommitProperty, newAfterCommitQueue, runAfterCommit, type AfterCommitQueue } from '../after-commit.js';
 import { keyedDb } from './idempotency-db.js';
 import { errorResponses } from './schemas.js';
@@ -141,11 +142,17 @@ export const idempotencyPlugin = fp(
         return payload;
       }
       const type = String(reply.getHeader('content-type') ?? 'application/json; charset=utf-8');
-      pending.settle({ store: typeof payload === 'string' ? { status: reply.statusCode, type, body: payload } : null });
+      // An empty answer (204) is kept as one; a stream or a buffer is not kept (its retry asks again).
+      const body = typeof payload === 'string' ? payload : payload === undefined || payload === null ? '' : undefined;
+      pending.settle({ store: body === undefined ? null : { status: reply.statusCode, type, body } });
       try {
         await pending.ended();
-        if (pending.wrote()) await runAfterCommit(pending.afterCommit, (err) => request.log.error({ err }, 'work after the commit failed'));
-        sweepNowAndThen(pending.environment, ttlHours, request);
+        // Reached from inside the transaction's callback: out of its scope (on PGlite the guard
+        // would take the work's statements for ones sent to the outer handle inside it).
+        await outsideTransactionScope(async () => {
+          if (pending.wrote()) await runAfterCommit(pending.afterCommit, (err) => request.log.error({ err }, 'work after the commit failed'));
+          sweepNowAndThen(pending.environment, ttlHours, request);
+        });
         return payload;
       } catch (err) {
         // Not committed, or not known to be: the client's retry finds out (stored, or runs afresh).
@@ -294,7 +301,11 @@ async function runOnce(
     // Kept only when the request changed something: an answer that changed nothing (a refusal,
     // an empty queue) is asked again by a retry, which then sees the state as it is. Nothing
     // written: rolled back, so that no commit clears this instance's caches (environment-db.ts).
-    const stored = outcome.store === null ? 0 : await storeAnswer(tx, scope, key, fingerprint, { ...outcome.store, reportIds: reportIdsOf(request, outcome.store.body) }, { ifWritten: true });
+    // An answer that cannot be kept (a stream): committed when the request wrote something.
+    const stored =
+      outcome.store === null
+        ? (await tx.query<{ wrote: boolean }>('select txid_current_if_assigned() is not null as wrote')).rows[0]!.wrote ? 1 : 0
+        : await storeAnswer(tx, scope, key, fingerprint, { ...outcome.store, reportIds: reportIdsOf(request, outcome.store.body) }, { ifWritten: true });
     if (stored === 0) throw NOTHING_WRITTEN;
     wrote = true;
   });
