@@ -97,13 +97,7 @@ if [ "$rebuild" = 1 ]; then
   if exists "$S"; then pg_dropcluster --stop "$VERSION" "$S"; fi
   pg_createcluster "$VERSION" "$S" -p "$SP" >/dev/null
   configure "$S" "$SP"
-  data="/var/lib/postgresql/$VERSION/$S"
-  find "$data" -mindepth 1 -delete
-  runuser -u postgres -- pg_basebackup -h 127.0.0.1 -p "$PP" -U postgres -D "$data" -R -X stream -c fast
-  # The copy carries the primary's ALTER SYSTEM settings: a standby keeps the file's own.
-  runuser -u postgres -- sed -i -e '/^synchronous_standby_names/d' -e '/^default_transaction_read_only/d' "$data/postgresql.auto.conf"
-  ctl "$S" start
-  wait_ready "$SP"
+  take_standby "$S" "$SP" "$PP"
 fi
 for _ in $(seq 1 60); do streaming && break; sleep 0.5; done
 streaming || { echo "the standby on port $SP is not streaming from port $PP" >&2; exit 1; }

@@ -27,13 +27,7 @@ port = $port
 hot_standby = on
 max_connections = 200
 CONF
-data="/var/lib/postgresql/$VERSION/$name"
-find "$data" -mindepth 1 -delete
-runuser -u postgres -- pg_basebackup -h 127.0.0.1 -p "$primary" -U postgres -D "$data" -R -X stream -c fast
-# The copy carries the primary's ALTER SYSTEM settings: a standby keeps none of them.
-runuser -u postgres -- sed -i -e '/^synchronous_standby_names/d' -e '/^default_transaction_read_only/d' "$data/postgresql.auto.conf"
-ctl "$name" start
-wait_ready "$port"
+take_standby "$name" "$port" "$primary"
 for _ in $(seq 1 60); do
   [ "$(psql_at "$primary" -c "select count(*) from pg_stat_replication where application_name like '%$name' and state = 'streaming'")" -ge 1 ] && exit 0
   sleep 0.5

@@ -16,3 +16,16 @@ local   replication     all                                     trust
 host    replication     all             127.0.0.1/32            trust
 HBA
 }
+
+# A standby's data taken afresh from the primary on port $3 into cluster $1 (created and configured
+# by the caller) on port $2, then started. The copy carries the primary's ALTER SYSTEM settings:
+# a standby keeps none of those the tests set (synchronous standbys, read-only).
+take_standby() {
+  local cluster=$1 port=$2 primary=$3
+  local data="/var/lib/postgresql/$VERSION/$cluster"
+  find "$data" -mindepth 1 -delete
+  runuser -u postgres -- pg_basebackup -h 127.0.0.1 -p "$primary" -U postgres -D "$data" -R -X stream -c fast
+  runuser -u postgres -- sed -i -e '/^synchronous_standby_names/d' -e '/^default_transaction_read_only/d' "$data/postgresql.auto.conf"
+  ctl "$cluster" start
+  wait_ready "$port"
+}

@@ -17,7 +17,7 @@ import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
 import fp from 'fastify-plugin';
-import { DbError, type Db, type Queryable, type Tx } from '../db/types.js';
+import { DbError, type Db, type Queryable } from '../db/types.js';
 import type { Environment } from '../environments.js';
 import { assertMaySeeReport, reportFlaggedSql } from '../auth/report-access.js';
 import { AppError, errors, fromDbError } from '../errors.js';
@@ -71,11 +71,8 @@ function fingerprintOf(request: FastifyRequest): string {
 }
 
 interface Pending {
+  /** The environment itself, given back to the request once its answer is settled. */
   environment: Environment;
-  tx: Tx;
-  scope: string;
-  key: string;
-  fingerprint: string;
   /** Settled by onSend: store the answer and commit, or roll back. */
   settle(outcome: Outcome): void;
   /** The transaction's end: committed, or why not. */
@@ -270,7 +267,7 @@ async function runOnce(
       return;
     }
     const queue = newAfterCommitQueue();
-    pendings.set(request, { environment, tx, scope, key, fingerprint, settle, ended: () => ended, afterCommit: queue, wrote: () => wrote });
+    pendings.set(request, { environment, settle, ended: () => ended, afterCommit: queue, wrote: () => wrote });
     const keyed = keyedDb(environment.db as Db, tx);
     (request as { environment: Environment }).environment = Object.create(environment, {
       ...afterCommitProperty(queue),
