@@ -126,16 +126,27 @@ describe(`Idempotency-Key on ${storeName}`, () => {
   });
 
   it('a keyed poll that sweeps and then finds nothing (204) keeps its sweep: the stale action past its retries is failed', async () => {
-    // An action claimed a day ago for the third time (its claim backdated): the pickup's sweep fails it for good.
-    const id = await created();
-    expect((await send('POST', `/reports/${id}/action`, bot, { action: 'contact_reporter', reason: 'Ask' })).statusCode).toBe(200);
-    await t.db.production.query("update report_actions set status = 'processing', attempts = 3, claimed_at = now() - interval '1 day' where report_id = $1", [id]);
-    await t.db.production.query("update report_actions set status = 'success' where report_id <> $1 and status in ('pending', 'processing')", [id]);
-    t.environments.get('production')!.idleQueues.clear();
-    const poll = await send('GET', '/actions/next', bot, undefined, randomUUID());
-    expect(poll.statusCode).toBe(204);
-    expect(await rows('select status from report_actions where report_id = $1', [id])).toEqual([{ status: 'failed' }]);
-    expect(await count("select count(*)::int as n from events where type = 'queue.action_failed' and report_id = $1", [id])).toBe(1);
+    // An app of its own, whose claims go stale in 0.2 s: the action is claimed three times through
+    // the route (the sweep hands it out again each time), and the keyed poll's sweep fails it for good.
+    const q = await createTestApp({ env: { QUEUE_STALE_TIMEOUT_SECONDS: '0.2' } });
+    try {
+      const body = newReport();
+      expect((await q.app.inject({ method: 'POST', url: '/reports/create', headers: bot, payload: body })).statusCode).toBe(201);
+      expect((await q.app.inject({ method: 'POST', url: `/reports/${body.report_id}/action`, headers: bot, payload: { action: 'contact_reporter', reason: 'Ask' } })).statusCode).toBe(200);
+      for (let claim = 1; claim <= 3; claim++) {
+        const claimed = await q.app.inject({ url: '/actions/next', headers: bot });
+        expect({ claim, status: claimed.statusCode, attempts: claimed.json().action?.attempts }).toEqual({ claim, status: 200, attempts: claim });
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      }
+      const poll = await q.app.inject({ url: '/actions/next', headers: { ...bot, 'idempotency-key': randomUUID() } });
+      expect(poll.statusCode).toBe(204);
+      const { rows: actions } = await q.db.production.query('select status from report_actions where report_id = $1', [body.report_id]);
+      expect(actions).toEqual([{ status: 'failed' }]);
+      const { rows: failed } = await q.db.production.query<{ n: number }>("select count(*)::int as n from events where type = 'queue.action_failed' and report_id = $1", [body.report_id]);
+      expect(failed[0]!.n).toBe(1);
+    } finally {
+      await q.close();
+    }
   });
 
   it('the same key with another request: 422 IDEMPOTENCY_KEY_REUSED, nothing written', async () => {
