@@ -194,6 +194,25 @@ describe(`Idempotency-Key on ${storeName}`, () => {
     expect({ status: retry.statusCode, code: retry.json().code, replayed: retry.headers['idempotent-replayed'] }).toEqual({ status: 409, code: 'DUPLICATE', replayed: undefined });
   });
 
+  it("a person's access export lists the answers kept that name them, without the staff member who asked", async () => {
+    const person = chatId();
+    const filed = { ...newReport(), reporter: person };
+    expect((await send('POST', '/reports/create', manager.headers, filed, randomUUID())).statusCode).toBe(201);
+    const director = await admin(t);
+    const exported = await t.app.inject({ url: `/admin/subjects/${person}`, headers: director.headers });
+    expect(exported.statusCode, exported.body).toBe(200);
+    const kept = exported.json().kinds.stored_answers as { row: Row }[];
+    expect(kept).toHaveLength(1);
+    expect(kept[0]!.row).toMatchObject({ scope: '[withheld]', status: 201 });
+    expect(JSON.stringify(exported.json().kinds)).not.toContain(manager.agent.chat_id);
+    expect(exported.json().withheld.kinds.stored_answers).toEqual({ staff: 1 });
+    // The bot's own requests are the bot's: shown as they are.
+    const byBot = { ...newReport(), reporter: person };
+    expect((await send('POST', '/reports/create', bot, byBot, randomUUID())).statusCode).toBe(201);
+    const again = (await t.app.inject({ url: `/admin/subjects/${person}`, headers: director.headers })).json();
+    expect((again.kinds.stored_answers as { row: Row }[]).map((r) => r.row.scope).sort()).toEqual(['[withheld]', 'key']);
+  });
+
   it('every state-changing operation declares the header in the OpenAPI document, and no other does', async () => {
     const doc = (await t.app.inject({ url: '/openapi.json' })).json();
     for (const [path, operations] of Object.entries<Record<string, Row>>(doc.paths)) {

@@ -7,7 +7,7 @@
 // content (docs/personal-data.md says why). A contact thread between another reporter and staff is
 // not the person's at all: withheld whole.
 import { CHAT_ID_KEYS, NAME_KEYS, TEXT_KEYS } from '../../platform/audit-chain/personal-fields.js';
-import type { CatalogueEntry } from './catalogue.js';
+import { principalChatId, type CatalogueEntry } from './catalogue.js';
 import { JSON_OWNERSHIP } from './scrub.js';
 
 export const WITHHELD = '[withheld]';
@@ -136,6 +136,11 @@ function discloseColumns(entry: CatalogueEntry, row: Record<string, unknown>, wh
     if (value === null || value === undefined) continue;
     if (role === 'json') shown[column] = discloseJson(value, caseContext(who, row.report_id), tally, column);
     else if (role === 'chat') shown[column] = value === who.chatId ? value : tally.add(STAFF_KEYS.has(column) ? 'staff' : 'other_people', value);
+    else if (role === 'principal') {
+      // Only staff sign in: an agent who is not the person is staff.
+      const agent = principalChatId(String(value));
+      if (agent !== undefined && agent !== who.chatId) shown[column] = tally.add('staff', agent);
+    }
     else if (typeof role === 'object') {
       const owner = row[role.of];
       if (owner === who.chatId) continue;

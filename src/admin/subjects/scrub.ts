@@ -3,7 +3,7 @@
 // their chat id, a report they filed, a message they sent), and are then looked for everywhere
 // the person's rows lead: a staff note quoting the reporter loses the quote, keeps the rest.
 import { ERASURE_MARKER } from '../../platform/audit-chain/personal-fields.js';
-import { ERASED_URL, type CatalogueEntry } from './catalogue.js';
+import { ERASED_URL, principalChatId, type CatalogueEntry } from './catalogue.js';
 
 /** Shorter terms are replaced only where they are a whole value: "Al" inside "Also" is not a name. */
 const MIN_SUBSTRING = 3;
@@ -176,6 +176,7 @@ export function erasedColumns(entry: CatalogueEntry, row: Record<string, unknown
     if (role === 'json') next = scrubJson(value, subject);
     else if (typeof value !== 'string') continue;
     else if (role === 'chat') next = value === subject.chatId ? subject.pseudonym : value;
+    else if (role === 'principal') next = principalChatId(value) === subject.chatId ? `agent:${subject.pseudonym}` : value;
     else if (typeof role === 'object' && isPerson(idsOf(subject), ownerOf(row, role))) next = role.erased ?? ERASURE_MARKER;
     else {
       next = scrubText(value, subject);
