@@ -3,6 +3,7 @@
 // notification from a write elsewhere, an item going stale, a paced retry or an expiry falling due.
 // Clock-driven rows are written with triggers off (session_replication_role = replica), so no
 // notification announces them: only the due time computed at the empty pickup can.
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Db } from '../src/platform/db/types.js';
 import type { Environment } from '../src/platform/environments.js';
@@ -12,17 +13,34 @@ const key = { authorization: PRODUCTION_KEY };
 let t: TestApp;
 let env: Environment;
 let statements = 0;
+let transactions = 0;
+/**
+ * What a poll of a queue remembered as idle costs: nothing, or with an Idempotency-Key (every
+ * request of the suite carries one under TEST_IDEMPOTENCY_KEYS) one lookup of the key, whose
+ * retry must get the item an earlier attempt claimed even when the queue is idle since.
+ */
+const IDLE_POLL = process.env.TEST_IDEMPOTENCY_KEYS === '1' ? 1 : 0;
 
 beforeAll(async () => {
   t = await createTestApp({ env: { QUEUE_STALE_TIMEOUT_SECONDS: '2' } });
   env = t.environments.get('production')!;
-  // Count what the environment sends to its database.
-  const db = env.db as { query: Db['query'] };
+  // Count what the environment sends to its database, in a transaction too (a request with an
+  // Idempotency-Key runs in one: TEST_IDEMPOTENCY_KEYS).
+  const db = env.db as { query: Db['query']; transaction: Db['transaction'] };
   const query = db.query.bind(db);
   db.query = (text, values, options) => {
     statements++;
     return query(text, values, options);
   };
+  const transaction = db.transaction.bind(db);
+  db.transaction = (fn) =>
+    transaction((tx) => {
+      transactions++;
+      const counted = Object.create(tx, {
+        query: { value: (text: string, values?: readonly unknown[], options?: object) => (statements++, tx.query(text, values, options)) },
+      }) as typeof tx;
+      return fn(counted);
+    });
   await t.db.production.query(
     `insert into reports (report_id, reporter, reported, reason, notes, evidence) values ('IDLE-1', '1', '2', 'Idle', '', '')`,
   );
@@ -71,7 +89,32 @@ describe('an idle queue', () => {
     await idleRemembered('actions');
     expect(await statementsFor(async () => {
       for (let i = 0; i < 5; i++) expect((await poll('actions')).statusCode).toBe(204);
-    })).toBe(0);
+    })).toBe(5 * IDLE_POLL);
+  });
+
+  it('answers a poll with an Idempotency-Key, as the README\'s bot sends it, with one lookup of the key and no transaction', async () => {
+    await idleRemembered('actions');
+    const opened = transactions;
+    const keyed = () => t.app.inject({ url: '/actions/next', headers: { ...key, 'idempotency-key': randomUUID() } });
+    expect(await statementsFor(async () => {
+      for (let i = 0; i < 5; i++) expect((await keyed()).statusCode).toBe(204);
+    })).toBe(5);
+    expect(transactions).toBe(opened);
+    expect(await t.db.production.query('select 1 from idempotency_keys')).toMatchObject({ rowCount: 0 });
+  });
+
+  it('hands a keyed poll\'s retry the action its first attempt claimed, though the queue is idle since', async () => {
+    await t.db.production.query(`insert into report_actions (report_id, kind, queue) values ('IDLE-1', 'validate', 'operator')`);
+    const retried = { ...key, 'idempotency-key': randomUUID() };
+    let first!: Awaited<ReturnType<typeof poll>>;
+    await vi.waitFor(async () => {
+      first = await t.app.inject({ url: '/actions/next', headers: retried });
+      expect(first.statusCode).toBe(200);
+    });
+    await idleRemembered('actions');
+    const retry = await t.app.inject({ url: '/actions/next', headers: retried });
+    expect({ status: retry.statusCode, replayed: retry.headers['idempotent-replayed'], body: retry.json() }).toEqual({ status: 200, replayed: 'true', body: first.json() });
+    expect(await t.db.production.query("select status, attempts from report_actions where report_id = 'IDLE-1'")).toMatchObject({ rows: [{ status: 'processing', attempts: 1 }] });
   });
 
   it('hands out at once what a request on this instance enqueues', async () => {
@@ -95,7 +138,7 @@ describe('an idle queue', () => {
                     values ('IDLE-1', 'validate', 'operator', 'processing', 1, now() - interval '1400 milliseconds')`);
     await idleRemembered('actions');
     // Remembered only until the action goes stale (2 s after its claim).
-    expect(await statementsFor(() => poll('actions'))).toBe(0);
+    expect(await statementsFor(() => poll('actions'))).toBe(IDLE_POLL);
     await forgotten('actions');
     const res = await poll('actions');
     expect(res.statusCode).toBe(200);
@@ -107,7 +150,7 @@ describe('an idle queue', () => {
     await silently(`insert into discipline_deliveries (kind, punishment_id, user_id, attempts, available_at)
                     values ('issue', 'ID1LE1', '700000000000000001', 1, now() + interval '600 milliseconds')`);
     await idleRemembered('discipline');
-    expect(await statementsFor(() => poll('discipline'))).toBe(0);
+    expect(await statementsFor(() => poll('discipline'))).toBe(IDLE_POLL);
     await forgotten('discipline');
     const res = await poll('discipline');
     expect(res.statusCode).toBe(200);
@@ -118,7 +161,7 @@ describe('an idle queue', () => {
     await silently(`insert into punishments (punishment_id, user_id, reason, expires_at)
                     values ('ID1LE2', '700000000000000002', 'Idle', now() + interval '600 milliseconds')`);
     await idleRemembered('discipline');
-    expect(await statementsFor(() => poll('discipline'))).toBe(0);
+    expect(await statementsFor(() => poll('discipline'))).toBe(IDLE_POLL);
     await forgotten('discipline');
     const res = await poll('discipline');
     expect(res.statusCode).toBe(200);

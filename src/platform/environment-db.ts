@@ -8,6 +8,7 @@ import type { DbObservation } from './db/observe.js';
 import { openPglite, type PgliteDb } from './db/pglite.js';
 import { openPostgres } from './db/postgres.js';
 import { DbError, type Db, type QueryOptions } from './db/types.js';
+import { scopedAs } from './db/transaction-guard.js';
 import { fromDbError } from './errors.js';
 
 export type OpenDb = (env: EnvironmentConfig) => Promise<Db>;
@@ -51,6 +52,7 @@ export function environmentDb(db: Db, onCommit: () => void, observed: DbObservat
     return call;
   };
   return {
+    ...scopedAs(db),
     kind: db.kind,
     query: <R>(text: string, values?: readonly unknown[], options?: QueryOptions) => watched(db.query<R>(text, values, options)),
     exec: (sql) => watched(db.exec(sql)),

@@ -30,6 +30,12 @@ export function outsideTransactionScope<T>(fn: () => T): T {
   return openTransactions.exit(fn);
 }
 
+const OWNER = Symbol('transaction scope owner');
+/** The Db whose transactions the guard knows: a wrapper's (environment-db.ts) inner one. */
+export const scopeOwnerOf = (db: object): object => (db as { [OWNER]?: object })[OWNER] ?? db;
+/** Spread into a Db that wraps `inner`: its scope is the inner Db's. */
+export const scopedAs = (inner: object): Record<symbol, object> => ({ [OWNER]: scopeOwnerOf(inner) });
+
 export function assertOutsideTransaction(owner: object): void {
   if (openTransactions.getStore()?.has(owner)) {
     throw new DbError('db.query called inside db.transaction: use the tx handle passed to the callback', undefined, undefined, undefined);
