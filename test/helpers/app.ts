@@ -92,6 +92,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     },
   });
   const app = await buildApp({ config, environments, ownsEnvironments: false, logger: options.logger ?? silentLog, extraRoutes: options.extend, broadcaster: options.broadcaster, metrics, hub: options.hub, retentionIntervalMs: options.retentionIntervalMs });
+  if (KEYED) keyEveryRequest(app);
   await app.ready();
   return {
     app,
@@ -106,6 +107,20 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
       await Promise.all(Object.values(databases).map((d) => d.drop()));
     },
   };
+}
+
+/**
+ * TEST_IDEMPOTENCY_KEYS=1 (a step of .ci/run): every request the suite sends without an
+ * Idempotency-Key gets a fresh one, as the README's bot sends them. A first request with a key
+ * must behave exactly as the same request without (issue 41), and the whole suite says so: every
+ * route, status and row it asserts, keyed.
+ */
+const KEYED = process.env.TEST_IDEMPOTENCY_KEYS === '1';
+let keys = 0;
+function keyEveryRequest(app: FastifyInstance): void {
+  app.addHook('onRequest', async (request) => {
+    if (request.headers['idempotency-key'] === undefined) request.headers['idempotency-key'] = `suite-${process.pid}-${++keys}`;
+  });
 }
 
 let sentinels = 0;
