@@ -94,8 +94,10 @@ describe('an idle queue', () => {
 
   it('answers a poll with an Idempotency-Key, as the README\'s bot sends it, with one lookup of the key and no transaction', async () => {
     await idleRemembered('actions');
-    const opened = transactions;
     const keyed = () => t.app.inject({ url: '/actions/next', headers: { ...key, 'idempotency-key': randomUUID() } });
+    // The first keyed request of a minute also sweeps the expired answers (one statement more).
+    expect((await keyed()).statusCode).toBe(204);
+    const opened = transactions;
     expect(await statementsFor(async () => {
       for (let i = 0; i < 5; i++) expect((await keyed()).statusCode).toBe(204);
     })).toBe(5);

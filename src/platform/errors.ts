@@ -8,11 +8,14 @@ export interface AppErrorOptions {
   retryAfterSeconds?: number;
   /** Already logged where it was raised (once per change, not per request): the handler logs it at info. */
   logged?: boolean;
+  /** Never the answer (an Idempotency-Key's verdict replaces it, idempotency.ts): not logged at all. */
+  silent?: boolean;
 }
 
 export class AppError extends Error {
   readonly retryAfterSeconds: number | undefined;
   readonly logged: boolean;
+  readonly silent: boolean;
 
   constructor(
     readonly statusCode: number,
@@ -24,6 +27,7 @@ export class AppError extends Error {
     this.name = 'AppError';
     this.retryAfterSeconds = options?.retryAfterSeconds;
     this.logged = options?.logged ?? false;
+    this.silent = options?.silent ?? false;
   }
 }
 
@@ -34,6 +38,7 @@ export const errors = {
   bodyRequired: () => new AppError(400, 'body is required: this operation takes a JSON object', 'VALIDATION_ERROR'),
   badRequest: (message: string, code = 'BAD_REQUEST') => new AppError(400, message, code),
   badUrl: () => new AppError(400, 'The URL has malformed percent-encoding', 'BAD_URL'),
+  methodNotAllowed: (method: string, instead: string) => new AppError(405, `${method} is not allowed here: use ${instead}`, 'METHOD_NOT_ALLOWED'),
   duplicateHost: () => new AppError(400, 'The request has more than one Host header', 'DUPLICATE_HOST'),
   pathParameterTooLong: (max: number) => new AppError(414, `A path parameter is longer than ${max} characters`, 'URI_TOO_LONG'),
   requestTimeout: () => new AppError(408, 'The request was not received in time', 'REQUEST_TIMEOUT'),

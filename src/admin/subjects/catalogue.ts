@@ -20,8 +20,10 @@
  * - `json`: a jsonb value, walked leaf by leaf with the same rules (scrub.ts).
  * - `principal`: who made a request, as an Idempotency-Key's scope names them (`key` for the bot,
  *   `agent:<chat id>`): a chat id in another form, by the same rules.
+ * - `internal`: what finds the row again (an Idempotency-Key, of the client's choosing): never shown
+ *   in an export, never changed by an erasure.
  */
-export type ColumnRole = 'chat' | 'text' | 'json' | 'principal' | { of: string; erased?: string };
+export type ColumnRole = 'chat' | 'text' | 'json' | 'principal' | 'internal' | { of: string; erased?: string };
 
 /** The chat id a `principal` value names (an agent's), or undefined (the bot's key). */
 export const principalChatId = (scope: string): string | undefined => (scope.startsWith('agent:') ? scope.slice('agent:'.length) : undefined);
@@ -145,8 +147,9 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     // answered, anyone's data in it. Deleted when it names the person or one of their reports (a
     // retry after the erasure runs afresh); the export lists that one exists, never its body, and
     // who asked only when it was the bot or the person themselves.
-    kind: 'stored_answers', table: 'idempotency_keys', key: ['scope', 'key'], erase: 'delete', columns: { scope: 'principal' },
-    sql: `select k.scope, k.key, k.status, k.created_at, md5(k.scope || ' ' || k.key) as _id, k.created_at as _at from idempotency_keys k
+    // Its id is the fingerprint's digest: nothing in the row derives the withheld principal.
+    kind: 'stored_answers', table: 'idempotency_keys', key: ['scope', 'key'], erase: 'delete', columns: { scope: 'principal', key: 'internal' },
+    sql: `select k.scope, k.key, k.status, k.created_at, md5(k.fingerprint) as _id, k.created_at as _at from idempotency_keys k
           where k.scope = 'agent:' || $1::text or strpos(k.body, $1::text) > 0
              or exists (select 1 from unnest($4::text[]) as r(id) where strpos(k.body, to_json(r.id)::text) > 0)
           order by k.created_at`,

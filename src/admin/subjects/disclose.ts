@@ -136,6 +136,7 @@ function discloseColumns(entry: CatalogueEntry, row: Record<string, unknown>, wh
     if (value === null || value === undefined) continue;
     if (role === 'json') shown[column] = discloseJson(value, caseContext(who, row.report_id), tally, column);
     else if (role === 'chat') shown[column] = value === who.chatId ? value : tally.add(STAFF_KEYS.has(column) ? 'staff' : 'other_people', value);
+    else if (role === 'internal') delete shown[column];
     else if (role === 'principal') {
       // Only staff sign in: an agent who is not the person is staff.
       const agent = principalChatId(String(value));

@@ -84,7 +84,9 @@ export const adminSubjectRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/admin/subjects/:chat_id/erase',
     {
-      config: access,
+      // Its answer names the pseudonym, its request the chat id: kept for a retry, the pair would
+      // outlive the erasure in idempotency_keys. A retry runs again and finds nothing left.
+      config: { ...access, keepsAnswer: false },
       schema: {
         tags,
         operationId: 'eraseSubject',

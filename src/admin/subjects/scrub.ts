@@ -173,6 +173,7 @@ export function erasedColumns(entry: CatalogueEntry, row: Record<string, unknown
     const value = row[column];
     if (value === null || value === undefined) continue;
     let next: unknown;
+    if (role === 'internal') continue;
     if (role === 'json') next = scrubJson(value, subject);
     else if (typeof value !== 'string') continue;
     else if (role === 'chat') next = value === subject.chatId ? subject.pseudonym : value;

@@ -70,7 +70,9 @@ export function createErrorHandling(log: FastifyBaseLogger): ErrorHandling {
       const context = { request_id: request.id, method: request.method, url: redactUrl(request.url) };
       const status = appError.statusCode;
       const environment = (request.environment as { name?: string } | null)?.name;
-      if (appError.code === 'DATABASE_UNAVAILABLE' && environment !== undefined) {
+      if (appError.silent) {
+        // Replaced by what an Idempotency-Key decided: the answer is logged as what it is.
+      } else if (appError.code === 'DATABASE_UNAVAILABLE' && environment !== undefined) {
         if (!down.has(environment)) {
           down.add(environment);
           log.warn({ ...context, environment, code: appError.code }, `${environment} database unreachable: answering 503 until it is back (${appError.message})`);

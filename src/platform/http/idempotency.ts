@@ -3,18 +3,19 @@
 // instead of a second change. Every state-changing operation takes the header (every POST, PATCH,
 // PUT and DELETE, and the claiming GETs declared `config.changes`); without it nothing here runs.
 //
-// With it, the request runs inside one transaction of the environment's database, opened by its
-// handler's first statement, which waits while the key is looked up in it, and committed only once
-// its answer is serialised: the handler's own transactions run in it, and the answer's status and
-// body are written in it (idempotency_keys, migration 0035). A handler that answers without a
-// statement (an idle queue's poll) has the key looked up on its own instead. So after a failover
-// a retry finds the stored answer if the change committed, and runs afresh if it did not; a
-// claim's retry gets the item it claimed. The key's scope is the
-// environment (its database), the principal (the bot's key, or the signed-in agent) and the key;
-// the request's fingerprint is its method, route, path parameters and body as canonical JSON
-// (RFC 8785). A second request with the key while the first runs: 409 IDEMPOTENCY_KEY_IN_USE
-// (an advisory lock on the scope and key, never waited for). Not stored: 5xx answers and 409
-// CONCURRENT_CHANGE (the retry runs again), and answers that are not a body (streams).
+// With it, the request runs inside one transaction of the environment's database, in which the key
+// is looked up first, and which commits only once the answer is serialised: the handler's own
+// transactions run in it, and the answer's status and body are written in it (idempotency_keys,
+// migration 0035). A change's transaction is opened before its handler runs; a claiming GET's by
+// its handler's first statement, so that a poll answered from memory (an idle queue) has the key
+// looked up on its own, without a transaction. So after a failover a retry finds the stored
+// answer if the change committed, and runs afresh if it did not; a claim's retry gets the item it
+// claimed. The key's scope is the environment (its database), the principal (the bot's key, or
+// the signed-in agent) and the key; the request's fingerprint is its method, route, path
+// parameters and body as canonical JSON (RFC 8785). A second request with the key while the first
+// runs: 409 IDEMPOTENCY_KEY_IN_USE (an advisory lock on the scope and key, never waited for). Not
+// stored: 5xx answers and 409 CONCURRENT_CHANGE (the retry runs again), answers that are not a
+// body (streams), and those of a route that keeps none (`config.keepsAnswer`).
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
@@ -108,6 +109,15 @@ export const idempotencyPlugin = fp(
   async (app: FastifyInstance, { ttlHours }: { ttlHours: number }) => {
     app.addHook('onRoute', (route) => {
       const methods = Array.isArray(route.method) ? route.method : [route.method];
+      // Fastify answers HEAD on every GET route with the GET's handler, the body dropped: on a
+      // claiming GET that would claim an item and hand it to nobody.
+      if (methods.includes('HEAD') && route.config?.changes === true) {
+        route.handler = async (_request, reply) => {
+          reply.header('allow', 'GET');
+          throw errors.methodNotAllowed('HEAD', 'GET: it claims an item');
+        };
+        return;
+      }
       if (!methods.some((method) => changesState(method, route.config?.changes))) return;
       // Declared on the operation, for the OpenAPI document and its clients.
       const schema = route.schema as { hide?: boolean; headers?: { type?: string; properties?: Record<string, unknown> }; response?: Record<string, unknown> } | undefined;
@@ -148,6 +158,7 @@ export const idempotencyPlugin = fp(
           } catch (err) {
             return failed(err, reply);
           }
+          sweepNowAndThen(pending.environment, pending.ttlHours, request);
           // Nothing ran in the database: nothing to keep.
           if (verdict === undefined) return payload;
         }
@@ -184,9 +195,11 @@ async function settled(pending: Pending, request: FastifyRequest, reply: Fastify
     return payload;
   }
   const type = String(reply.getHeader('content-type') ?? 'application/json; charset=utf-8');
-  // An empty answer (204) is kept as one; a stream or a buffer is not kept (its retry asks again).
+  // An empty answer (204) is kept as one; a stream or a buffer is not kept (its retry asks again),
+  // nor the answer of a route that keeps none (its retry runs again).
   const body = typeof payload === 'string' ? payload : payload === undefined || payload === null ? '' : undefined;
-  pending.settle({ store: body === undefined ? null : { status: reply.statusCode, type, body } });
+  const kept = body !== undefined && request.routeOptions.config.keepsAnswer !== false;
+  pending.settle({ store: kept ? { status: reply.statusCode, type, body } : null });
   try {
     await pending.ended();
     if (pending.wrote()) await runAfterCommit(pending.afterCommit, (err) => request.log.error({ err }, 'work after the commit failed'));
@@ -213,15 +226,16 @@ async function runOnce(
   let ended: Promise<void> = Promise.resolve();
   let opening: Promise<Tx> | undefined;
   let sealed = false;
-  // The request's transaction, opened by the handler's first statement, which waits for it: the
-  // key is taken and looked up first, in it. When the key answers instead (a kept answer, a
-  // refusal), the transaction is rolled back and the handler's statement fails; onSend answers
-  // with the key's answer whatever the handler made of that. A handler that sends no statement
-  // (an idle queue's poll) costs the lookup alone, in onSend.
-  const open = (): Promise<Tx> =>
-    sealed && opening === undefined
-      ? Promise.reject(new DbError('a statement after the request was answered: it belongs before the answer', undefined, undefined, undefined))
-      : (opening ??= new Promise<Tx>((resolveTx, rejectTx) => {
+  // The request's transaction, opened before a change's handler runs, or by a claiming GET's
+  // first statement, which waits for it: the key is taken and looked up first, in it. When the key
+  // answers instead (a kept answer, a refusal), the transaction is rolled back (and a claiming
+  // GET's statement fails); onSend answers with the key's answer whatever the handler made of
+  // that. A claiming GET that sends no statement (an idle queue's poll) costs the lookup alone, in
+  // onSend.
+  const open = (): Promise<Tx> => {
+    if (opening !== undefined) return opening;
+    if (sealed) return Promise.reject(new DbError('a statement after the request was answered: it belongs before the answer', undefined, undefined, undefined));
+    opening = new Promise<Tx>((resolveTx, rejectTx) => {
       let decide!: (v: Verdict | undefined) => void;
       verdict = new Promise((resolve) => (decide = resolve));
       const transaction = outsideTransactionScope(() =>
@@ -254,9 +268,12 @@ async function runOnce(
       transaction.catch((err: unknown) => {
         // The lookup failed (the database): no verdict, and the handler's statement fails with it.
         decide(undefined);
-        rejectTx(err === DECIDED ? new AppError(409, 'The Idempotency-Key answers this request', 'IDEMPOTENCY_KEY_DECIDED') : err);
+        // Never the answer (onSend renders the verdict): not logged as one.
+        rejectTx(err === DECIDED ? new AppError(409, 'The Idempotency-Key answers this request', 'IDEMPOTENCY_KEY_DECIDED', { silent: true }) : err);
       });
-    }));
+    });
+    return opening;
+  };
   const keyed = keyedDb(environment.db as Db, open);
   const queue = newAfterCommitQueue();
   pendings.set(request, {
@@ -277,6 +294,19 @@ async function runOnce(
     // Reads see this transaction's changes: none goes to a replica.
     replicas: { value: undefined, enumerable: true },
   }) as Environment;
+  // A change's handler runs once its key is looked up: whatever it does before its first statement
+  // (a schema reload drops the prepared statements) must not run for a replay or a refusal. A
+  // claiming GET's runs at once, so that a poll answered from memory (an idle queue) needs no
+  // transaction: what such a handler does before its first statement is read memory, nothing else.
+  if (request.method !== 'GET') {
+    try {
+      await open();
+    } catch (err) {
+      // The key answers (onSend renders its verdict), or the lookup failed (the error handler's 503).
+      if ((await verdict) !== undefined) return reply.send();
+      throw err;
+    }
+  }
   // The handler runs as inside the transaction's scope: on PGlite a statement sent to the
   // environment's own Db instead of the request's fails at once rather than waiting for the
   // connection this request holds. Its answer reaches onSend, which settles the transaction.

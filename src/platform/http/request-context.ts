@@ -54,6 +54,11 @@ declare module 'fastify' {
      * DELETE, it records its caller's read position, so that caller's next reads see the change.
      */
     changes?: boolean;
+    /**
+     * false: an Idempotency-Key still serialises retries, but the answer is not kept for them (a
+     * subject erasure's answer would link the erased chat id in its request to its pseudonym).
+     */
+    keepsAnswer?: false;
   }
   interface FastifyRequest {
     /** The resolved environment (every route of the API context has one). */
