@@ -143,7 +143,9 @@ export const adminSchemaRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/admin/schema/reload',
     {
-      config: { auth: 'session', admin: 'admin_schema' },
+      // The prepared statements are dropped before the key's transaction takes its connection: a
+      // replay or a refusal drops them too, which costs a reconnect and nothing else.
+      config: { auth: 'session', admin: 'admin_schema', keyLookedUpLate: true },
       schema: {
         tags,
         operationId: 'reloadSchema',

@@ -147,9 +147,11 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     // answered, anyone's data in it. Deleted when it names the person or one of their reports (a
     // retry after the erasure runs afresh); the export lists that one exists, never its body, and
     // who asked only when it was the bot or the person themselves.
-    // Its id is the fingerprint's digest: nothing in the row derives the withheld principal.
+    // Its id is a digest of the client's key (which the export does not show) and its time: not of
+    // the principal, nor of the request, whose fingerprint could be matched against the staff an
+    // export withholds (a request naming the agent a case is assigned to).
     kind: 'stored_answers', table: 'idempotency_keys', key: ['scope', 'key'], erase: 'delete', columns: { scope: 'principal', key: 'internal' },
-    sql: `select k.scope, k.key, k.status, k.created_at, md5(k.fingerprint) as _id, k.created_at as _at from idempotency_keys k
+    sql: `select k.scope, k.key, k.status, k.created_at, md5(k.key || ' ' || k.created_at::text) as _id, k.created_at as _at from idempotency_keys k
           where k.scope = 'agent:' || $1::text or strpos(k.body, $1::text) > 0
              or exists (select 1 from unnest($4::text[]) as r(id) where strpos(k.body, to_json(r.id)::text) > 0)
           order by k.created_at`,

@@ -295,10 +295,10 @@ async function runOnce(
     replicas: { value: undefined, enumerable: true },
   }) as Environment;
   // A change's handler runs once its key is looked up: whatever it does before its first statement
-  // (a schema reload drops the prepared statements) must not run for a replay or a refusal. A
-  // claiming GET's runs at once, so that a poll answered from memory (an idle queue) needs no
-  // transaction: what such a handler does before its first statement is read memory, nothing else.
-  if (request.method !== 'GET') {
+  // must not run for a replay or a refusal. A claiming GET's runs at once, so that a poll answered
+  // from memory (an idle queue) needs no transaction: what such a handler does before its first
+  // statement is read memory, nothing else; and so does a route that declares `keyLookedUpLate`.
+  if (request.method !== 'GET' && request.routeOptions.config.keyLookedUpLate !== true) {
     try {
       await open();
     } catch (err) {

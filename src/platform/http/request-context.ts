@@ -59,6 +59,12 @@ declare module 'fastify' {
      * subject erasure's answer would link the erased chat id in its request to its pseudonym).
      */
     keepsAnswer?: false;
+    /**
+     * true: with an Idempotency-Key the handler runs before its key is looked up, which its first
+     * statement does, as a claiming GET's (idempotency.ts): for a handler that must act before its
+     * transaction takes a connection (a schema reload drops the prepared statements first).
+     */
+    keyLookedUpLate?: true;
   }
   interface FastifyRequest {
     /** The resolved environment (every route of the API context has one). */
