@@ -1,6 +1,7 @@
 // Schema inspection and reload (spec: System administration, admin_schema): the migrations checked
 // against their files, the catalog inventory, and the reload every instance acts on, with its
 // trail, its refusals and, on PostgreSQL, prepared statements that a schema change made stale.
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadMigrations } from '../src/platform/db/migrate.js';
 import { openPostgres } from '../src/platform/db/postgres.js';
@@ -244,5 +245,22 @@ describe.runIf(onPostgres)('a schema changed out of band (PostgreSQL only: PGlit
     await vi.waitFor(() => expect([env.sessions.size, env.idleQueues.size]).toEqual([0, 0]), { timeout: 5000, interval: 20 });
     expect((await requeue(other, stuck)).statusCode).toBe(200);
     expect(await status(stuck)).toBe('pending');
+  });
+
+  // Found by the second review of issue 41's change: with a key, the key's transaction took its
+  // connection before the reload dropped the prepared statements, and the reload's own event insert
+  // failed on it with the very error the reload exists to clear (keyLookedUpLate, admin/schema.ts).
+  it('reloads with a fresh Idempotency-Key as it does without one', async () => {
+    const [directorOne, directorOther] = [await admin(one), await admin(other)];
+    // record_event (a named statement returning the event's columns) prepared on each instance's one connection.
+    for (const t of [one, other]) expect((await createReport(t)).statusCode).toBe(201);
+    // The change the operator made by hand, and reloads for: a column the event insert returns changes type.
+    await database.db.exec('alter table events alter column client_id type varchar(64)');
+    const keyed = await one.app.inject({ method: 'POST', url: '/admin/schema/reload', headers: { ...directorOne.headers, 'idempotency-key': randomUUID() }, payload: { reason: 'column type changed by hand' } });
+    const unkeyed = await reload(other, directorOther, { reason: 'column type changed by hand' });
+    expect({ keyed: { status: keyed.statusCode, body: keyed.json() }, unkeyed: unkeyed.statusCode }).toEqual({
+      keyed: { status: 200, body: { success: true, correlation_id: expect.any(String) } },
+      unkeyed: 200,
+    });
   });
 });

@@ -59,14 +59,19 @@ export async function verdictOf(db: Queryable, request: FastifyRequest, { scope,
  * renders it (error-handler.ts).
  */
 export function renderVerdict(verdict: Verdict, request: FastifyRequest, reply: FastifyReply): string {
-  reply.removeHeader('retry-after');
   if ('replay' in verdict) {
+    reply.removeHeader('retry-after');
     reply.code(verdict.replay.status).header('content-type', verdict.replay.type).header(REPLAYED_HEADER, 'true');
     return verdict.replay.body;
   }
-  const refusal = verdict.refuse;
-  request.log.info({ status: refusal.statusCode, code: refusal.code }, refusal.message);
-  if (refusal.retryAfterSeconds !== undefined) reply.header('retry-after', String(refusal.retryAfterSeconds));
-  reply.code(refusal.statusCode).header('content-type', 'application/json; charset=utf-8');
-  return JSON.stringify({ success: false, error: refusal.message, code: refusal.code });
+  request.log.info({ status: verdict.refuse.statusCode, code: verdict.refuse.code }, verdict.refuse.message);
+  return renderError(verdict.refuse, reply);
+}
+
+/** An error as onSend's answer, in the envelope and with the headers the error handler gives it. */
+export function renderError(err: AppError, reply: FastifyReply): string {
+  reply.removeHeader('retry-after');
+  if (err.retryAfterSeconds !== undefined) reply.header('retry-after', String(err.retryAfterSeconds));
+  reply.code(err.statusCode).header('content-type', 'application/json; charset=utf-8');
+  return JSON.stringify({ success: false, error: err.message, code: err.code });
 }

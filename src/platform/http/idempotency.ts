@@ -27,7 +27,7 @@ import { outsideTransactionScope, runInTransactionScope, scopeOwnerOf } from '..
 import { afterCommitProperty, newAfterCommitQueue, runAfterCommit, type AfterCommitQueue } from '../after-commit.js';
 import { keyedDb } from './idempotency-db.js';
 import { keeps, reportIdsOf, storeAnswer, sweepNowAndThen } from './idempotency-store.js';
-import { renderVerdict, verdictOf, type Verdict } from './idempotency-verdict.js';
+import { renderError, renderVerdict, verdictOf, type Verdict } from './idempotency-verdict.js';
 import { errorResponses } from './schemas.js';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
@@ -180,10 +180,7 @@ function failed(err: unknown, reply: FastifyReply): string {
   // connection lost) is 503, and the retry finds out.
   const failure =
     err instanceof AppError ? err : err instanceof DbError || (err as { code?: unknown })?.code !== undefined ? fromDbError(DbError.from(err)) : new AppError(503, `Database unavailable: ${String((err as Error)?.message ?? err)}`, 'DATABASE_UNAVAILABLE');
-  reply.removeHeader('retry-after');
-  if (failure.retryAfterSeconds !== undefined) reply.header('retry-after', String(failure.retryAfterSeconds));
-  reply.code(failure.statusCode).header('content-type', 'application/json; charset=utf-8');
-  return JSON.stringify({ success: false, error: failure.message, code: failure.code });
+  return renderError(failure, reply);
 }
 
 /** The request ran in its transaction: its answer kept and committed, or rolled back. */
