@@ -205,7 +205,7 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
     api.setNotFoundHandler(notFoundHandler);
     await api.register(cookie);
     // Before the request context: its onSend (the caller's read position) runs after the commit.
-    await api.register(idempotencyPlugin, { ttlHours: config.idempotencyKeyTtlHours });
+    await api.register(idempotencyPlugin, { ttlHours: config.idempotencyKeyTtlHours, logError: errorHandling.log });
     await api.register(requestContextPlugin, {
       environments,
       allowedOrigins,

@@ -245,6 +245,36 @@ describe.runIf(onPostgres)('instances migrating together, one migration outside 
     }
   }, 30_000);
 
+  it("a wait for the migrations' lock is said, naming who holds it, and ends when the lock is let go", async () => {
+    const dir = withMigrations(['--! no-transaction\ncreate table if not exists wait_check (id integer);\n']);
+    const migrations = loadMigrations(dir);
+    const [a] = [instance()];
+    // An operator's session holds the key (as a build of another instance would).
+    const holder = new pg.Client({ connectionString: t.urls.production, application_name: 'operator-psql' });
+    await holder.connect();
+    try {
+      const { rows: [held] } = await holder.query<{ pid: number }>('select pg_backend_pid() as pid, pg_advisory_lock(4207110914)');
+      const said: { details: Record<string, unknown>; message: string }[] = [];
+      const log = { warn: (details: object, message: string) => void said.push({ details: details as Record<string, unknown>, message }) };
+      const migrating = a.direct((d) => migrate(d, migrations, { log, lockWaitLogMs: { first: 300, every: 400 } }));
+      // Said after 0.3 s, then every 0.4 s: twice within 5 s.
+      for (const until = Date.now() + 5_000; said.length < 2 && Date.now() < until; ) await new Promise((resolve) => setTimeout(resolve, 50));
+      await holder.query('select pg_advisory_unlock(4207110914)');
+      const last = migrations.at(-1)!;
+      expect(await migrating).toEqual([last.version]);
+      const name = `${String(last.version).padStart(4, '0')}_${last.name}`;
+      expect(said.length).toBeGreaterThanOrEqual(2);
+      expect(said[0]).toEqual({
+        details: { migration: name, waited_s: expect.any(Number), holders: [{ pid: held!.pid, application_name: 'operator-psql', state: 'idle' }] },
+        message: `migration ${name} waits for the migrations' lock, held by pid ${held!.pid} (operator-psql, idle)`,
+      });
+      expect(await rows("select count(*)::int as n from information_schema.tables where table_name = 'wait_check'")).toEqual([{ n: 1 }]);
+    } finally {
+      await holder.end();
+      await a.close();
+    }
+  }, 30_000);
+
   it('a concurrent build while another instance of this release, and one of the release before, boot: no deadlock, built once', async () => {
     const dir = withMigrations([
       'create table together_check (id integer primary key, label text not null);\ninsert into together_check select n, md5(n::text) from generate_series(1, 300000) n;\n',

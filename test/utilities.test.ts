@@ -2,6 +2,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateId, ID_KINDS } from '../src/platform/ids.js';
 import { createTestApp, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
+import { chatId } from './helpers/identity.js';
+import { seedReportBody } from './helpers/reports.js';
+import { switchableDatabase } from './helpers/failures.js';
 
 const key = { authorization: PRODUCTION_KEY };
 let t: TestApp;
@@ -156,5 +159,33 @@ describe('POST /util/timestamp', () => {
   it('needs the key: 401', async () => {
     const res = await post({ date: 'Thu Jan 01 1970 00:00:00 GMT+0000 (UTC)' }, {});
     expect(res.statusCode).toBe(401);
+  });
+});
+
+describe('POST /util/timestamp changes nothing: an Idempotency-Key on it is no reason to need the database', () => {
+  let database: Awaited<ReturnType<typeof switchableDatabase>>;
+  let other: TestApp;
+  beforeAll(async () => {
+    database = await switchableDatabase();
+    other = await createTestApp({ openDb: { production: database.open } });
+  });
+  afterAll(async () => {
+    database?.setDown(false);
+    await other?.close();
+  });
+
+  it('answers 200 with a key while the database is down, and is not declared keyed in the OpenAPI document', async () => {
+    database.setDown(true);
+    const headers = { ...key, 'idempotency-key': 'timestamp-1' };
+    const res = await other.app.inject({ method: 'POST', url: '/util/timestamp', headers, payload: { date: 'Thu Jan 01 1970 00:00:00 GMT+0000 (UTC)' } });
+    expect({ status: res.statusCode, body: res.json(), replayed: res.headers['idempotent-replayed'] }).toEqual({ status: 200, body: { success: true, timestamp: 0 }, replayed: undefined });
+    // A change still needs it: its key is looked up first.
+    const change = await other.app.inject({ method: 'POST', url: '/reports/create', headers, payload: seedReportBody('UT-1', chatId()) });
+    expect({ status: change.statusCode, code: change.json().code }).toEqual({ status: 503, code: 'DATABASE_UNAVAILABLE' });
+    database.setDown(false);
+    const doc = (await other.app.inject({ url: '/openapi.json' })).json();
+    const parameters: { in: string; name: string }[] = doc.paths['/util/timestamp'].post.parameters ?? [];
+    expect(parameters.filter((p) => p.in === 'header' && p.name === 'idempotency-key')).toEqual([]);
+    expect(Object.keys(doc.paths['/util/timestamp'].post.responses)).not.toContain('422');
   });
 });

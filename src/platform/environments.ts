@@ -187,7 +187,7 @@ export class Environments {
     };
     try {
       db = await this.options.openDb(envConfig);
-      await db.direct(migrate);
+      await db.direct((session) => migrate(session, undefined, { log: this.options.log.child({ environment: name }) }));
       await warnIfJitOn(db, envConfig, this.options.log);
       await this.options.onOpen(name, db, this.options.log);
       await db.listen(AUTH_CHANNEL, {

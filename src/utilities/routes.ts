@@ -36,7 +36,8 @@ export const utilitiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/util/timestamp',
     {
-      config: { auth: 'key' },
+      // A conversion: it changes nothing, so it takes no Idempotency-Key (and needs no database).
+      config: { auth: 'key', changes: false },
       schema: {
         tags: ['Generators and utilities'],
         operationId: 'convertTimestamp',

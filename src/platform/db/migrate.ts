@@ -61,13 +61,20 @@ export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
   return migrations;
 }
 
+export interface MigrateOptions {
+  /** Where a wait for another session's migration is said (a boot that would otherwise be silent). */
+  log?: { warn(details: object, message: string): void };
+  /** How long a wait for the lock of a `--! no-transaction` migration goes unsaid, then between two sayings. */
+  lockWaitLogMs?: { first: number; every: number };
+}
+
 /** Applies what is pending; returns the versions this call applied. */
-export async function migrate(db: Db, migrations: Migration[] = loadMigrations()): Promise<number[]> {
+export async function migrate(db: Db, migrations: Migration[] = loadMigrations(), options: MigrateOptions = {}): Promise<number[]> {
   if (await allRecorded(db, migrations)) return [];
   const applied: number[] = [];
   for (const migration of migrations) {
     const didApply = migration.statements
-      ? await applyOutsideTransaction(db, migration, migration.statements)
+      ? await applyOutsideTransaction(db, migration, migration.statements, options)
       : await withLockRetries(() => db.transaction((tx) => applyMigration(tx, migration, { lockTimeoutMs: MIGRATION_LOCK_TIMEOUT_MS })));
     if (didApply) applied.push(migration.version);
   }
@@ -95,7 +102,8 @@ async function withLockRetries<T>(fn: (attempt: number) => Promise<T>): Promise<
  * meanwhile. Cut short, it runs again from its first statement at the next start: its statements
  * are written to allow that.
  */
-async function applyOutsideTransaction(db: Db, migration: Migration, statements: MigrationStatement[]): Promise<boolean> {
+async function applyOutsideTransaction(db: Db, migration: Migration, statements: MigrationStatement[], options: MigrateOptions): Promise<boolean> {
+  const lockSession = (session: Db) => lockSessionFor(session, migration, options);
   await lockSession(db);
   try {
     await db.exec(SCHEMA_MIGRATIONS);
@@ -125,13 +133,41 @@ async function applyOutsideTransaction(db: Db, migration: Migration, statements:
   }
 }
 
-/** Polls for NO_TRANSACTION_LOCK_KEY on this session, never waiting on it (see the key). */
-async function lockSession(db: Db): Promise<void> {
+/**
+ * Polls for NO_TRANSACTION_LOCK_KEY on this session, never waiting on it (see the key). A long wait
+ * is said, with who holds the lock: an instance whose boot waits behind a build, or behind an
+ * operator's session that took the key, is otherwise silent until it is done.
+ */
+async function lockSessionFor(db: Db, migration: Migration, { log, lockWaitLogMs = LOCK_WAIT_LOG_MS }: MigrateOptions): Promise<void> {
+  const started = Date.now();
+  const name = `${String(migration.version).padStart(4, '0')}_${migration.name}`;
+  let sayAt = started + lockWaitLogMs.first;
   for (;;) {
     const { rows } = await db.query<{ got: boolean }>('select pg_try_advisory_lock($1::bigint) as got', [NO_TRANSACTION_LOCK_KEY]);
     if (rows[0]?.got) return;
+    if (log !== undefined && Date.now() >= sayAt) {
+      sayAt = Date.now() + lockWaitLogMs.every;
+      const holders = await lockHolders(db).catch(() => []);
+      log.warn(
+        { migration: name, waited_s: Math.round((Date.now() - started) / 1000), holders },
+        `migration ${name} waits for the migrations' lock, held by ${holders.map((h) => `pid ${h.pid} (${h.application_name || 'no application name'}, ${h.state ?? 'state unknown'})`).join(', ') || 'a session that has let it go'}`,
+      );
+    }
     await new Promise((resolve) => setTimeout(resolve, NO_TRANSACTION_LOCK_POLL_MS));
   }
+}
+
+const LOCK_WAIT_LOG_MS = { first: 10_000, every: 60_000 };
+
+/** The sessions holding NO_TRANSACTION_LOCK_KEY (a bigint key: its high half in classid, its low in objid). */
+async function lockHolders(db: Db): Promise<{ pid: number; application_name: string; state: string | null }[]> {
+  const { rows } = await db.query<{ pid: number; application_name: string; state: string | null }>(
+    `select a.pid, a.application_name, a.state from pg_locks l join pg_stat_activity a on a.pid = l.pid
+      where l.locktype = 'advisory' and l.granted and l.objsubid = 1 and l.database = (select oid from pg_database where datname = current_database())
+        and l.classid::bigint = ($1::bigint >> 32) and l.objid::bigint = ($1::bigint & 4294967295)`,
+    [NO_TRANSACTION_LOCK_KEY],
+  );
+  return rows;
 }
 
 /** One statement; a batch marked `--! repeat until no rows` until it changes none. */

@@ -53,6 +53,8 @@ function toAppError(err: FastifyError | Error, request: FastifyRequest): AppErro
 export interface ErrorHandling {
   /** The error handler, also given to Fastify as `frameworkErrors`. */
   handle(err: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply;
+  /** The handler's logging alone, for an error answered outside it (an Idempotency-Key's failed commit). */
+  log(appError: AppError, request: FastifyRequest, err?: unknown): void;
   /** onResponse: a success on an environment that was down ends its outage (logged once). */
   noteRecovery(request: FastifyRequest, reply: FastifyReply): void;
 }
@@ -64,24 +66,29 @@ export interface ErrorHandling {
  */
 export function createErrorHandling(log: FastifyBaseLogger): ErrorHandling {
   const down = new Set<string>();
+  const logError = (appError: AppError, request: FastifyRequest, err: unknown = appError): void => {
+    const context = { request_id: request.id, method: request.method, url: redactUrl(request.url) };
+    const status = appError.statusCode;
+    const environment = (request.environment as { name?: string } | null)?.name;
+    if (appError.silent) {
+      // Replaced by what an Idempotency-Key decided: the answer is logged as what it is.
+    } else if (appError.code === 'DATABASE_UNAVAILABLE' && environment !== undefined) {
+      if (!down.has(environment)) {
+        down.add(environment);
+        log.warn({ ...context, environment, code: appError.code }, `${environment} database unreachable: answering 503 until it is back (${appError.message})`);
+      } else log.debug({ ...context, status, code: appError.code }, appError.message);
+    } else if (status === 503) {
+      // Environments logs its own outage once; a 503 is a state, never a stack.
+      log.debug({ ...context, status, code: appError.code }, appError.message);
+    } else if (status >= 500 && !appError.logged) log.error({ ...context, err }, appError.message);
+    else log.info({ ...context, status, code: appError.code }, appError.message);
+  };
   return {
+    log: logError,
     handle(err, request, reply) {
       const appError = toAppError(err, request);
-      const context = { request_id: request.id, method: request.method, url: redactUrl(request.url) };
       const status = appError.statusCode;
-      const environment = (request.environment as { name?: string } | null)?.name;
-      if (appError.silent) {
-        // Replaced by what an Idempotency-Key decided: the answer is logged as what it is.
-      } else if (appError.code === 'DATABASE_UNAVAILABLE' && environment !== undefined) {
-        if (!down.has(environment)) {
-          down.add(environment);
-          log.warn({ ...context, environment, code: appError.code }, `${environment} database unreachable: answering 503 until it is back (${appError.message})`);
-        } else log.debug({ ...context, status, code: appError.code }, appError.message);
-      } else if (status === 503) {
-        // Environments logs its own outage once; a 503 is a state, never a stack.
-        log.debug({ ...context, status, code: appError.code }, appError.message);
-      } else if (status >= 500 && !appError.logged) log.error({ ...context, err }, appError.message);
-      else log.info({ ...context, status, code: appError.code }, appError.message);
+      logError(appError, request, err);
       const body: { success: false; error: string; code?: string } = { success: false, error: appError.message };
       if (appError.code) body.code = appError.code;
       if (appError.retryAfterSeconds !== undefined) reply.header('retry-after', String(appError.retryAfterSeconds));

@@ -1,7 +1,8 @@
 // Idempotency-Key (issue 41; DESIGN.md, draft-ietf-httpapi-idempotency-key-header): a client that
 // retries a change after a 503, a timeout or a dropped connection gets the first attempt's answer
 // instead of a second change. Every state-changing operation takes the header (every POST, PATCH,
-// PUT and DELETE, and the claiming GETs declared `config.changes`); without it nothing here runs.
+// PUT and DELETE but those declared `config.changes: false`, and the claiming GETs declared
+// `config.changes: true`); without it nothing here runs.
 //
 // With it, the request runs inside one transaction of the environment's database, in which the key
 // is looked up first, and which commits only once the answer is serialised: the handler's own
@@ -28,13 +29,14 @@ import { afterCommitProperty, newAfterCommitQueue, runAfterCommit, type AfterCom
 import { keyedDb } from './idempotency-db.js';
 import { keeps, reportIdsOf, storeAnswer, sweepNowAndThen } from './idempotency-store.js';
 import { renderError, renderVerdict, verdictOf, type Verdict } from './idempotency-verdict.js';
+import type { ErrorHandling } from './error-handler.js';
+import { changesState } from './request-context.js';
 import { errorResponses } from './schemas.js';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export { REPLAYED_HEADER } from './idempotency-verdict.js';
 export { sweepExpiredAnswers } from './idempotency-store.js';
 const MAX_KEY_LENGTH = 255;
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 const IDEMPOTENCY_HEADER_SCHEMA = {
   type: 'string',
@@ -57,8 +59,6 @@ export function parseIdempotencyKey(raw: string | string[] | undefined): string 
   return key;
 }
 
-/** Whether a route changes state, and so takes the header. */
-export const changesState = (method: string, changes: boolean | undefined): boolean => !SAFE_METHODS.has(method) || changes === true;
 
 /** The principal's part of the scope: the bot's key (either key during a rotation), or the agent. */
 function scopeOf(request: FastifyRequest): string | undefined {
@@ -106,7 +106,7 @@ const NOTHING_WRITTEN = Symbol('idempotency: nothing written');
 const DECIDED = Symbol('idempotency: the key decided');
 
 export const idempotencyPlugin = fp(
-  async (app: FastifyInstance, { ttlHours }: { ttlHours: number }) => {
+  async (app: FastifyInstance, { ttlHours, logError }: { ttlHours: number; logError: ErrorHandling['log'] }) => {
     app.addHook('onRoute', (route) => {
       const methods = Array.isArray(route.method) ? route.method : [route.method];
       // Fastify answers HEAD on every GET route with the GET's handler, the body dropped: on a
@@ -156,7 +156,7 @@ export const idempotencyPlugin = fp(
           try {
             verdict = await pending.lookUpAlone();
           } catch (err) {
-            return failed(err, reply);
+            return failed(err, request, reply, logError);
           }
           sweepNowAndThen(pending.environment, pending.ttlHours, request);
           // Nothing ran in the database: nothing to keep.
@@ -166,25 +166,26 @@ export const idempotencyPlugin = fp(
           await pending.ended().catch(() => undefined);
           return renderVerdict(verdict, request, reply);
         }
-        return settled(pending, request, reply, payload);
+        return settled(pending, request, reply, payload, logError);
       });
     });
   },
   { name: 'idempotency' },
 );
 
-/** A failure to commit, or to look the key up, as the answer. */
-function failed(err: unknown, reply: FastifyReply): string {
+/** A failure to commit, or to look the key up, as the answer, logged as the error handler logs it. */
+function failed(err: unknown, request: FastifyRequest, reply: FastifyReply, logError: ErrorHandling['log']): string {
   // Not committed, or not known to be: the client's retry finds out (stored, or runs afresh).
   // A refusal at COMMIT (a deferred constraint) is the refusal it maps to; an unknown outcome (the
   // connection lost) is 503, and the retry finds out.
   const failure =
     err instanceof AppError ? err : err instanceof DbError || (err as { code?: unknown })?.code !== undefined ? fromDbError(DbError.from(err)) : new AppError(503, `Database unavailable: ${String((err as Error)?.message ?? err)}`, 'DATABASE_UNAVAILABLE');
+  logError(failure, request, err);
   return renderError(failure, reply);
 }
 
 /** The request ran in its transaction: its answer kept and committed, or rolled back. */
-async function settled(pending: Pending, request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
+async function settled(pending: Pending, request: FastifyRequest, reply: FastifyReply, payload: unknown, logError: ErrorHandling['log']): Promise<unknown> {
   const ttlHours = pending.ttlHours;
   if (!keeps(reply.statusCode, payload)) {
     pending.settle({ rollback: true });
@@ -203,7 +204,7 @@ async function settled(pending: Pending, request: FastifyRequest, reply: Fastify
     sweepNowAndThen(pending.environment, ttlHours, request);
     return payload;
   } catch (err) {
-    return failed(err, reply);
+    return failed(err, request, reply, logError);
   }
 }
 

@@ -50,8 +50,10 @@ declare module 'fastify' {
     /** Opt in to application/x-www-form-urlencoded bodies (report creation). */
     acceptsForm?: boolean;
     /**
-     * A GET that changes data (a queue pickup claims an item): like every POST, PATCH, PUT and
-     * DELETE, it records its caller's read position, so that caller's next reads see the change.
+     * Whether the operation changes data, when its method does not say so: true for a GET that
+     * does (a queue pickup claims an item), false for a POST that does not (a timestamp
+     * conversion). One that changes data records its caller's read position, so that caller's
+     * next reads see the change, and takes an Idempotency-Key (idempotency.ts).
      */
     changes?: boolean;
     /**
@@ -91,6 +93,9 @@ export function actorOf(request: FastifyRequest): Actor {
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** Whether an operation changes data: as its method says, unless its route's `config.changes` says otherwise. */
+export const changesState = (method: string, changes: boolean | undefined): boolean => changes ?? !SAFE_METHODS.has(method);
 
 /** Who a read position belongs to: one browser session, or the bot's key (either of its keys). */
 function callerOf(request: FastifyRequest): string | undefined {
@@ -262,7 +267,7 @@ export const requestContextPlugin = fp(
     if (replicated) app.addHook('onSend', async (request: FastifyRequest) => {
       const environment = request.environment as Environment | null;
       if (!environment?.replicas) return;
-      if (SAFE_METHODS.has(request.method) && !request.routeOptions.config.changes) return;
+      if (!changesState(request.method, request.routeOptions.config.changes)) return;
       const caller = callerOf(request);
       if (caller === undefined) return;
       try {
