@@ -205,11 +205,12 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
     api.setNotFoundHandler(notFoundHandler);
     await api.register(cookie);
     // Before the request context: its onSend (the caller's read position) runs after the commit.
-    await api.register(idempotencyPlugin, { ttlHours: config.idempotencyKeyTtlHours, logError: errorHandling.log });
+    await api.register(idempotencyPlugin, { ttlHours: config.idempotencyKeyTtlHours, logError: errorHandling.log, log });
     await api.register(requestContextPlugin, {
       environments,
       allowedOrigins,
       replicated: ENVIRONMENTS.some((name) => config.environments[name].replicaUrls.length > 0),
+      log,
     });
     await api.register(formbody, { bodyLimit: BODY_LIMIT });
     // The training session membership a route declares: like every gate, before the input is looked at.

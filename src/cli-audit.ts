@@ -4,7 +4,7 @@
 // (issue 32) verify, and are counted by the erasure's reference.
 import { pino } from 'pino';
 import { describeProblem, recordVerification, verifyChain } from './platform/audit-chain/verify.js';
-import { ENV_OPTION, parseEnvironment, parseOptions, UsageError } from './cli-options.js';
+import { ENV_OPTION, parseEnvironment, parseOptions, STDERR_LOG, UsageError } from './cli-options.js';
 import { loadConfig, type EnvironmentName } from './config.js';
 import { DataFolderLockedError } from './platform/db/lock-file.js';
 import { migrate } from './platform/db/migrate.js';
@@ -36,7 +36,7 @@ async function verifyAuditCommand(args: string[]): Promise<number> {
 }
 
 async function verifyOn(db: Db, env: EnvironmentName, against: string | undefined): Promise<number> {
-  await migrate(db);
+  await migrate(db, undefined, { log: STDERR_LOG });
   const v = await verifyChain(db, { against });
   await recordVerification(db, v, against);
   const took = `${v.seconds.toFixed(1)} s`;

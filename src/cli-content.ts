@@ -3,10 +3,9 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { withDb } from './cli-setup.js';
-import { ENV_OPTION, parseEnvironment, parseOptions, UsageError } from './cli-options.js';
+import { ENV_OPTION, migrateForCommand, parseEnvironment, parseOptions, UsageError } from './cli-options.js';
 import { loadConfig } from './config.js';
 import { resetDemo, type SeedCounts } from './demo/seed.js';
-import { migrate } from './platform/db/migrate.js';
 import { checkScenarioFile } from './training/scenario-file.js';
 import { upsertScenarios } from './training/scenario-queries.js';
 
@@ -14,7 +13,7 @@ async function seedDemoCommand(args: string[]): Promise<number> {
   parseOptions(args, {});
   const config = loadConfig();
   return withDb(config, 'demo', async (db) => {
-    const applied = await db.direct(migrate);
+    const applied = await migrateForCommand(db);
     if (applied.length > 0) console.log(`demo: applied migrations ${applied.join(', ')}`);
     const counts: SeedCounts = await db.transaction(resetDemo);
     const summary = Object.entries(counts).map(([table, n]) => `${n} ${table}`).join(', ');
@@ -49,7 +48,7 @@ async function importScenariosCommand(args: string[]): Promise<number> {
   }
   const config = loadConfig();
   return withDb(config, env, async (db) => {
-    await db.direct(migrate);
+    await migrateForCommand(db);
     const result = await db.transaction((tx) => upsertScenarios(tx, check.scenarios));
     for (const [verb, slugs] of Object.entries(result)) {
       if (slugs.length > 0) console.log(`${env}: ${verb} ${slugs.length}: ${slugs.join(', ')}`);

@@ -2,10 +2,9 @@
 import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import { findAgent, insertAgent, updateAgent, type AgentRow } from './agents/queries.js';
-import { ENV_OPTION, parseEnvironment, parseOptions, UsageError } from './cli-options.js';
+import { ENV_OPTION, migrateForCommand, parseEnvironment, parseOptions, UsageError } from './cli-options.js';
 import { ENVIRONMENTS, loadConfig, type Config, type EnvironmentName } from './config.js';
 import { recordAudit } from './platform/audit.js';
-import { migrate } from './platform/db/migrate.js';
 import type { Db, Tx } from './platform/db/types.js';
 import { defaultOpenDb } from './platform/environments.js';
 
@@ -24,7 +23,7 @@ async function migrateCommand(args: string[]): Promise<number> {
   const targets = values.env === undefined ? [...ENVIRONMENTS] : [parseEnvironment(values.env)];
   const config = loadConfig();
   for (const name of targets) {
-    const applied = await withDb(config, name, (db) => db.direct(migrate));
+    const applied = await withDb(config, name, migrateForCommand);
     console.log(`${name}: ${applied.length === 0 ? 'up to date' : `applied ${applied.join(', ')}`}`);
   }
   return 0;
@@ -97,7 +96,7 @@ async function bootstrapCommand(args: string[]): Promise<number> {
 
   const config = loadConfig();
   return withDb(config, env, async (db) => {
-    await db.direct(migrate);
+    await migrateForCommand(db);
     const result = await db.transaction((tx) => bootstrapDirector(tx, chatId, name));
     const changes = describeChanges(result);
     if (changes.length === 0) {

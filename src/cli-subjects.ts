@@ -9,10 +9,9 @@ import { pino } from 'pino';
 import { eraseSubject } from './admin/subjects/erase.js';
 import { exportSubject } from './admin/subjects/export.js';
 import { configuredPseudonymKey, dropLegacyPseudonymSecret, legacyPseudonymSecret, newPseudonymSecret, recordFingerprint, subjectPseudonymKey } from './admin/subjects/subject-key.js';
-import { ENV_OPTION, parseEnvironment, parseOptions, UsageError } from './cli-options.js';
+import { ENV_OPTION, migrateForCommand, parseEnvironment, parseOptions, UsageError } from './cli-options.js';
 import { loadConfig, type EnvironmentName } from './config.js';
 import { pseudonymKey } from './platform/audit-chain/personal-fields.js';
-import { migrate } from './platform/db/migrate.js';
 import type { Db } from './platform/db/types.js';
 import { defaultOpenDb } from './platform/environments.js';
 import { AppError } from './platform/errors.js';
@@ -33,7 +32,7 @@ async function withDb<T>(env: EnvironmentName, fn: (db: Db, key: () => Promise<B
   const config = loadConfig();
   const db = await defaultOpenDb(config, pino({ level: 'warn' }))(config.environments[env]);
   try {
-    await db.direct(migrate);
+    await migrateForCommand(db);
     return await fn(db, () => subjectPseudonymKey({ name: env, config: config.environments[env], dataDir: config.dataDir, db }));
   } finally {
     await db.close();

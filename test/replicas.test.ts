@@ -2,11 +2,14 @@
 // test/helpers/replica-pair.ts. The replica set's own timeline checks: replica-timelines.test.ts.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgres } from '../src/platform/db/postgres.js';
 import { formatLsn, parseLsn } from '../src/platform/db/replicas.js';
 import { createTestApp, DASHBOARD_ORIGIN, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
+import { switchable } from './helpers/failures.js';
 import { chatId, signedIn } from './helpers/identity.js';
 import { available, CLUSTER, PRIMARY, REPLICA, sql, until, withDatabase } from './helpers/replica-pair.js';
 import { createSession, get, importDemoScenarios, newTrainee, newTrainer, post } from './helpers/training.js';
@@ -314,5 +317,53 @@ describe.runIf(available)('read replicas (a real streaming replica)', () => {
     expect(res.json().report.report_id).toBe(id);
     expect(routed(a).replica).toBe(before.replica + 1);
     expect(replicas(a).status()[0]!.reads).toBe(reads + 1);
+  }, 60_000);
+  it('a request that changed nothing records no read position: a timestamp conversion, a 503 while the primary is down (no error line per request)', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    let primary!: ReturnType<typeof switchable>;
+    const c = await createTestApp({
+      env: { PRODUCTION_DATABASE_URL: primaryUrl, PRODUCTION_DATABASE_REPLICA_URLS: replicaUrl },
+      openDb: { production: async (config) => (primary = switchable(openPostgres({ connectionString: config.databaseUrl!, max: 5 }))).db },
+      logger: pino({ level: 'warn' }, sink),
+    });
+    try {
+      await sql(primaryUrl, "delete from read_positions where caller = 'key'");
+      const converted = await c.app.inject({ method: 'POST', url: '/util/timestamp', headers: { ...key, 'idempotency-key': 'rp-1' }, payload: { date: 'Thu Jan 01 1970 00:00:00 GMT+0000 (UTC)' } });
+      expect({ status: converted.statusCode, body: converted.json() }).toEqual({ status: 200, body: { success: true, timestamp: 0 } });
+      expect(await sql(primaryUrl, "select caller from read_positions where caller = 'key'")).toEqual([]);
+      primary.setDown(true);
+      for (let i = 0; i < 3; i++) {
+        const res = await c.app.inject({ method: 'POST', url: '/reports/create', headers: key, payload: newReport() });
+        expect({ status: res.statusCode, code: res.json().code }).toEqual({ status: 503, code: 'DATABASE_UNAVAILABLE' });
+      }
+      primary.setDown(false);
+      expect(lines.map((line) => line.msg)).toEqual(['production database unreachable: answering 503 until it is back (Database unavailable: connect ECONNREFUSED 127.0.0.1:5432)']);
+      expect(await sql(primaryUrl, "select caller from read_positions where caller = 'key'")).toEqual([]);
+      // A change whose position cannot be recorded (its table renamed away) is answered, and the
+      // failure logged at error even though request logging is off (LOG_LEVEL above info).
+      lines.length = 0;
+      await sql(primaryUrl, 'alter table read_positions rename to read_positions_away');
+      try {
+        const res = await c.app.inject({ method: 'POST', url: '/reports/create', headers: key, payload: newReport() });
+        expect(res.statusCode).toBe(201);
+        expect(lines.map((line) => ({ level: line.level, msg: line.msg, request_id: line.request_id, caller: line.caller }))).toContainEqual({
+          level: 50,
+          msg: 'read position not recorded',
+          request_id: res.headers['x-request-id'],
+          caller: 'key',
+        });
+      } finally {
+        await sql(primaryUrl, 'alter table read_positions_away rename to read_positions');
+      }
+    } finally {
+      primary?.setDown(false);
+      await c.close();
+    }
   }, 60_000);
 });

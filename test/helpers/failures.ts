@@ -18,21 +18,26 @@ export async function refuseInserts(db: Db, name: string, condition: string, tab
 }
 
 /**
- * A test database behind a switch: while `down` is set, every statement is refused as the pg
- * adapter reports a server that cannot be reached. What the switch leaves alone: transactions
- * already open, and LISTEN.
+ * A database behind a switch: while `down` is set, every statement is refused as the pg adapter
+ * reports a server that cannot be reached. What the switch leaves alone: transactions already
+ * open, and LISTEN.
  */
-export async function switchableDatabase(): Promise<{ open: () => Promise<Db>; setDown(down: boolean): void }> {
-  const database = await createTestDatabase();
+export function switchable(inner: Db, close: () => Promise<void> = () => inner.close()): { db: Db; setDown(down: boolean): void } {
   let down = false;
   const refused = () => Promise.reject(new DbError('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED', undefined, undefined));
   const db: Db = {
-    ...database.db,
-    query: (text, values, options) => (down ? refused() : database.db.query(text, values, options)),
-    exec: (sql) => (down ? refused() : database.db.exec(sql)),
-    transaction: (fn) => (down ? refused() : database.db.transaction(fn)),
-    // The environment closes it: the database goes with it.
-    close: () => database.drop(),
+    ...inner,
+    query: (text, values, options) => (down ? refused() : inner.query(text, values, options)),
+    exec: (sql) => (down ? refused() : inner.exec(sql)),
+    transaction: (fn) => (down ? refused() : inner.transaction(fn)),
+    close,
   };
-  return { open: async () => db, setDown: (value) => (down = value) };
+  return { db, setDown: (value) => (down = value) };
+}
+
+/** A test database of its own behind a switch (switchable), dropped when its environment closes it. */
+export async function switchableDatabase(): Promise<{ open: () => Promise<Db>; setDown(down: boolean): void }> {
+  const database = await createTestDatabase();
+  const { db, setDown } = switchable(database.db, () => database.drop());
+  return { open: async () => db, setDown };
 }

@@ -147,11 +147,13 @@ async function lockSessionFor(db: Db, migration: Migration, { log, lockWaitLogMs
     if (rows[0]?.got) return;
     if (log !== undefined && Date.now() >= sayAt) {
       sayAt = Date.now() + lockWaitLogMs.every;
-      const holders = await lockHolders(db).catch(() => []);
-      log.warn(
-        { migration: name, waited_s: Math.round((Date.now() - started) / 1000), holders },
-        `migration ${name} waits for the migrations' lock, held by ${holders.map((h) => `pid ${h.pid} (${h.application_name || 'no application name'}, ${h.state ?? 'state unknown'})`).join(', ') || 'a session that has let it go'}`,
-      );
+      const holders = await lockHolders(db).catch((err: unknown) => `unknown (${err instanceof Error ? err.message : String(err)})`);
+      const named =
+        typeof holders === 'string'
+          ? holders
+          : holders.map((h) => (h.pid === null ? 'a prepared transaction' : `pid ${h.pid} (${h.application_name || 'no application name'}, ${h.state ?? 'state not visible to this role'})`)).join(', ') ||
+            'a session that has let it go';
+      log.warn({ migration: name, waited_s: Math.round((Date.now() - started) / 1000), holders }, `migration ${name} waits for the migrations' lock, held by ${named}`);
     }
     await new Promise((resolve) => setTimeout(resolve, NO_TRANSACTION_LOCK_POLL_MS));
   }
@@ -159,12 +161,16 @@ async function lockSessionFor(db: Db, migration: Migration, { log, lockWaitLogMs
 
 const LOCK_WAIT_LOG_MS = { first: 10_000, every: 60_000 };
 
-/** The sessions holding NO_TRANSACTION_LOCK_KEY (a bigint key: its high half in classid, its low in objid). */
-async function lockHolders(db: Db): Promise<{ pid: number; application_name: string; state: string | null }[]> {
-  const { rows } = await db.query<{ pid: number; application_name: string; state: string | null }>(
-    `select a.pid, a.application_name, a.state from pg_locks l join pg_stat_activity a on a.pid = l.pid
+/**
+ * The sessions holding NO_TRANSACTION_LOCK_KEY: a bigint key is kept as its high 32 bits in
+ * classid and its low in objid, both unsigned (oid), so the key is put back together from them. A
+ * prepared transaction holds a lock without a session (its pid is null).
+ */
+async function lockHolders(db: Db): Promise<{ pid: number | null; application_name: string | null; state: string | null }[]> {
+  const { rows } = await db.query<{ pid: number | null; application_name: string | null; state: string | null }>(
+    `select l.pid, a.application_name, a.state from pg_locks l left join pg_stat_activity a on a.pid = l.pid
       where l.locktype = 'advisory' and l.granted and l.objsubid = 1 and l.database = (select oid from pg_database where datname = current_database())
-        and l.classid::bigint = ($1::bigint >> 32) and l.objid::bigint = ($1::bigint & 4294967295)`,
+        and ((l.classid::bigint << 32) | l.objid::bigint) = $1::bigint`,
     [NO_TRANSACTION_LOCK_KEY],
   );
   return rows;

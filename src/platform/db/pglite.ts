@@ -97,16 +97,27 @@ export async function openPglite(options: PgliteOptions = {}): Promise<PgliteDb>
     },
     async transaction(fn) {
       assertOutsideTransaction(db);
-      return inFlight(
-        pg.transaction(async (ptx) => {
-          const { tx, end } = createTx((text, values) => run(ptx, text, values), (sql) => execOn(ptx, sql));
-          try {
-            return await runInTransactionScope(db, () => fn(tx));
-          } finally {
-            end();
-          }
-        }),
-      );
+      let ran = false;
+      try {
+        return await inFlight(
+          pg.transaction(async (ptx) => {
+            const { tx, end } = createTx((text, values) => run(ptx, text, values), (sql) => execOn(ptx, sql));
+            try {
+              const result = await runInTransactionScope(db, () => fn(tx));
+              ran = true;
+              return result;
+            } finally {
+              end();
+            }
+          }),
+        );
+      } catch (err) {
+        // `fn` returned, so what failed is PGlite's COMMIT (a deferred constraint): a database
+        // error like any statement's, in the one shape the error handler maps. What `fn` threw
+        // is thrown as it is.
+        if (ran) throw DbError.from(err);
+        throw err;
+      }
     },
     async listen(channel, listener) {
       // One process, one session: notifications arrive before the committing call returns.

@@ -1,6 +1,6 @@
 // The answers kept for Idempotency-Key (idempotency.ts, migration 0035): written with the request's
 // change, and swept once past IDEMPOTENCY_KEY_TTL_HOURS.
-import type { FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { Db, Queryable } from '../db/types.js';
 import type { Environment } from '../environments.js';
 
@@ -19,7 +19,7 @@ export async function sweepExpiredAnswers(db: Queryable, ttlHours: number): Prom
   return rowCount;
 }
 /** The environment's expired answers swept, at most once a minute per instance, never waited for. */
-export function sweepNowAndThen(environment: Environment, ttlHours: number, request: FastifyRequest): void {
+export function sweepNowAndThen(environment: Environment, ttlHours: number, log: FastifyBaseLogger): void {
   const now = Date.now();
   if (now - (lastSweep.get(environment.db) ?? 0) < SWEEP_EVERY_MS) return;
   lastSweep.set(environment.db, now);
@@ -27,7 +27,7 @@ export function sweepNowAndThen(environment: Environment, ttlHours: number, requ
     // Batch after batch until none is left: the answers hold personal data.
     while ((await sweepExpiredAnswers(environment.db, ttlHours)) === SWEEP_BATCH);
   };
-  sweep().catch((err: unknown) => request.log.warn({ err }, 'expired idempotency keys not swept'));
+  sweep().catch((err: unknown) => log.warn({ err, environment: environment.name }, 'expired idempotency keys not swept'));
 }
 
 /**

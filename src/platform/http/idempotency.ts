@@ -19,7 +19,7 @@
 // body (streams), and those of a route that keeps none (`config.keepsAnswer`).
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
 import fp from 'fastify-plugin';
 import { DbError, type Db, type Tx } from '../db/types.js';
 import type { Environment } from '../environments.js';
@@ -106,7 +106,8 @@ const NOTHING_WRITTEN = Symbol('idempotency: nothing written');
 const DECIDED = Symbol('idempotency: the key decided');
 
 export const idempotencyPlugin = fp(
-  async (app: FastifyInstance, { ttlHours, logError }: { ttlHours: number; logError: ErrorHandling['log'] }) => {
+  // `log`, the root logger: request.log logs nothing when request logging is off (above info).
+  async (app: FastifyInstance, { ttlHours, logError, log }: { ttlHours: number; logError: ErrorHandling['log']; log: FastifyBaseLogger }) => {
     app.addHook('onRoute', (route) => {
       const methods = Array.isArray(route.method) ? route.method : [route.method];
       // Fastify answers HEAD on every GET route with the GET's handler, the body dropped: on a
@@ -158,7 +159,7 @@ export const idempotencyPlugin = fp(
           } catch (err) {
             return failed(err, request, reply, logError);
           }
-          sweepNowAndThen(pending.environment, pending.ttlHours, request);
+          sweepNowAndThen(pending.environment, pending.ttlHours, log);
           // Nothing ran in the database: nothing to keep.
           if (verdict === undefined) return payload;
         }
@@ -166,7 +167,7 @@ export const idempotencyPlugin = fp(
           await pending.ended().catch(() => undefined);
           return renderVerdict(verdict, request, reply);
         }
-        return settled(pending, request, reply, payload, logError);
+        return settled(pending, request, reply, payload, logError, log);
       });
     });
   },
@@ -177,15 +178,27 @@ export const idempotencyPlugin = fp(
 function failed(err: unknown, request: FastifyRequest, reply: FastifyReply, logError: ErrorHandling['log']): string {
   // Not committed, or not known to be: the client's retry finds out (stored, or runs afresh).
   // A refusal at COMMIT (a deferred constraint) is the refusal it maps to; an unknown outcome (the
-  // connection lost) is 503, and the retry finds out.
+  // connection lost: the adapters raise it as a DbError of class 08) is 503, and the retry finds
+  // out. Anything else is this service's fault, a 500 as the error handler answers it.
   const failure =
-    err instanceof AppError ? err : err instanceof DbError || (err as { code?: unknown })?.code !== undefined ? fromDbError(DbError.from(err)) : new AppError(503, `Database unavailable: ${String((err as Error)?.message ?? err)}`, 'DATABASE_UNAVAILABLE');
+    err instanceof AppError
+      ? err
+      : err instanceof DbError || typeof (err as { code?: unknown })?.code === 'string'
+        ? fromDbError(DbError.from(err))
+        : errors.internal(err instanceof Error && err.message ? err.message : 'Internal error');
   logError(failure, request, err);
   return renderError(failure, reply);
 }
 
 /** The request ran in its transaction: its answer kept and committed, or rolled back. */
-async function settled(pending: Pending, request: FastifyRequest, reply: FastifyReply, payload: unknown, logError: ErrorHandling['log']): Promise<unknown> {
+async function settled(
+  pending: Pending,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  payload: unknown,
+  logError: ErrorHandling['log'],
+  log: FastifyBaseLogger,
+): Promise<unknown> {
   const ttlHours = pending.ttlHours;
   if (!keeps(reply.statusCode, payload)) {
     pending.settle({ rollback: true });
@@ -200,8 +213,8 @@ async function settled(pending: Pending, request: FastifyRequest, reply: Fastify
   pending.settle({ store: kept ? { status: reply.statusCode, type, body } : null });
   try {
     await pending.ended();
-    if (pending.wrote()) await runAfterCommit(pending.afterCommit, (err) => request.log.error({ err }, 'work after the commit failed'));
-    sweepNowAndThen(pending.environment, ttlHours, request);
+    if (pending.wrote()) await runAfterCommit(pending.afterCommit, (err) => log.error({ request_id: request.id, err }, 'work after the commit failed'));
+    sweepNowAndThen(pending.environment, ttlHours, log);
     return payload;
   } catch (err) {
     return failed(err, request, reply, logError);

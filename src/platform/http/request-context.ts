@@ -1,6 +1,6 @@
 // Everything a request passes before its handler, in order: request id, body size, body type,
 // environment (from the Host header, fail closed) and credentials (what the route declares).
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Principal } from '../auth/principal.js';
 import { adminRefusal, type AdminCapability } from '../auth/guards.js';
@@ -83,6 +83,11 @@ export interface RequestContextOptions {
   allowedOrigins: ReadonlySet<string>;
   /** Some environment has read replicas: changing requests record their caller's read position. */
   replicated?: boolean;
+  /**
+   * The root logger: a request's own (request.log) logs nothing when request logging is off (a
+   * level above info), and what is logged here is a problem at any level.
+   */
+  log: FastifyBaseLogger;
 }
 
 export function actorOf(request: FastifyRequest): Actor {
@@ -221,7 +226,7 @@ async function authenticate(request: FastifyRequest, reply: FastifyReply, allowe
 }
 
 export const requestContextPlugin = fp(
-  async (app: FastifyInstance, { environments, allowedOrigins, replicated }: RequestContextOptions) => {
+  async (app: FastifyInstance, { environments, allowedOrigins, replicated, log }: RequestContextOptions) => {
     app.decorateRequest('environment', null as unknown as Environment);
     app.decorateRequest('principal', null);
 
@@ -263,10 +268,13 @@ export const requestContextPlugin = fp(
 
     // Read-your-writes with replicas: a request that may have changed something records its
     // caller's position before its answer leaves, so the caller's next request (on any instance)
-    // cannot overtake it. Not installed at all without replicas (a hook per request costs).
-    if (replicated) app.addHook('onSend', async (request: FastifyRequest) => {
+    // cannot overtake it. Not installed at all without replicas (a hook per request costs). Not
+    // after a 5xx: nothing was changed, or whether it was is not known (a commit whose answer was
+    // lost) and the client's retry, a change, records it; while the primary is down it would only
+    // wait for a connection and log an error per request.
+    if (replicated) app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply) => {
       const environment = request.environment as Environment | null;
-      if (!environment?.replicas) return;
+      if (!environment?.replicas || reply.statusCode >= 500) return;
       if (!changesState(request.method, request.routeOptions.config.changes)) return;
       const caller = callerOf(request);
       if (caller === undefined) return;
@@ -275,7 +283,7 @@ export const requestContextPlugin = fp(
       } catch (err) {
         // The change is made; without its position the caller's next reads may come from a replica
         // that has not replayed it yet, for as long as that replica lags.
-        request.log.error({ err, caller: caller.split(':')[0] }, 'read position not recorded');
+        log.error({ request_id: request.id, err, caller: caller.split(':')[0] }, 'read position not recorded');
       }
     });
   },
