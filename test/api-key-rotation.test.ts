@@ -1,11 +1,10 @@
 // Rotating the bot's key (issue 20): while <ENV>_API_KEY_PREVIOUS is set, the old key is accepted
 // beside the new one with the same permissions; its uses are counted and logged at most once a
 // minute per environment; unset, it is refused; never in the other environment.
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { PREVIOUS_KEY_LOG_INTERVAL_MS } from '../src/platform/auth/api-key.js';
 import { createTestApp, DEMO_KEY, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
+import { capturedLog } from './helpers/log-capture.js';
 import { createMetricsTestApp, scrape, value, type MetricsTestApp } from './helpers/metrics.js';
 import { reportCrudHelpers, type Row } from './helpers/reports.js';
 
@@ -14,18 +13,6 @@ const DEMO_PREVIOUS = 'test-demo-key-previous-0123';
 const ROTATING = { PRODUCTION_API_KEY_PREVIOUS: PRODUCTION_PREVIOUS, DEMO_API_KEY_PREVIOUS: DEMO_PREVIOUS };
 const DEMO_HOST = 'demo.localhost';
 const invalidKey = { success: false, error: 'Invalid API key', code: 'UNAUTHORIZED' };
-
-/** A warn-level logger for the environments, and the JSON lines it wrote. */
-function capturedLog() {
-  const lines: Row[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(JSON.parse(chunk.toString()) as Row);
-      done();
-    },
-  });
-  return { logger: pino({ level: 'warn' }, sink), lines };
-}
 
 /** The parts of a report that do not depend on its id, its place in creation order or the moment it was written. */
 function comparable(report: Row): Row {

@@ -3,28 +3,21 @@
 // same failure gets without a key, and it is logged as the error handler logs it, so that an
 // outage seen only by keyed requests is not silent. A refusal at COMMIT is one database error like
 // any other on both stores.
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
 import { switchableDatabase } from './helpers/failures.js';
 import { chatId } from './helpers/identity.js';
+import { capturedLog } from './helpers/log-capture.js';
 import { seedReportBody } from './helpers/reports.js';
 import { storeName } from './helpers/stores.js';
 
-const lines: Record<string, unknown>[] = [];
+const { logger, lines } = capturedLog();
 let t: TestApp;
 let database: Awaited<ReturnType<typeof switchableDatabase>>;
 
 beforeAll(async () => {
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
-      done();
-    },
-  });
   database = await switchableDatabase();
-  t = await createTestApp({ openDb: { production: database.open }, logger: pino({ level: 'warn' }, sink) });
+  t = await createTestApp({ openDb: { production: database.open }, logger });
 });
 afterAll(async () => {
   database?.setDown(false);
@@ -89,14 +82,8 @@ describe(`a keyed answer the service could not finish, on ${storeName}`, () => {
 
 describe(`the sweep of expired answers, on ${storeName}`, () => {
   it('a sweep that fails is logged at warn even though request logging is off (LOG_LEVEL above info)', async () => {
-    const said: Record<string, unknown>[] = [];
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        for (const line of String(chunk).split('\n').filter(Boolean)) said.push(JSON.parse(line));
-        done();
-      },
-    });
-    const other = await createTestApp({ logger: pino({ level: 'warn' }, sink) });
+    const { logger: sweepLogger, lines: said } = capturedLog();
+    const other = await createTestApp({ logger: sweepLogger });
     try {
       // Every delete from the kept answers refused: the sweep after the first keyed request fails.
       await other.db.production.exec(`

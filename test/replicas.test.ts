@@ -2,15 +2,14 @@
 // test/helpers/replica-pair.ts. The replica set's own timeline checks: replica-timelines.test.ts.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgres } from '../src/platform/db/postgres.js';
 import { formatLsn, parseLsn } from '../src/platform/db/replicas.js';
 import { createTestApp, DASHBOARD_ORIGIN, PRODUCTION_KEY, type TestApp } from './helpers/app.js';
 import { switchable } from './helpers/failures.js';
 import { chatId, signedIn } from './helpers/identity.js';
+import { capturedLog } from './helpers/log-capture.js';
 import { available, CLUSTER, PRIMARY, REPLICA, sql, until, withDatabase } from './helpers/replica-pair.js';
 import { createSession, get, importDemoScenarios, newTrainee, newTrainer, post } from './helpers/training.js';
 
@@ -319,18 +318,12 @@ describe.runIf(available)('read replicas (a real streaming replica)', () => {
     expect(replicas(a).status()[0]!.reads).toBe(reads + 1);
   }, 60_000);
   it('a request that changed nothing records no read position: a timestamp conversion, a 503 while the primary is down (no error line per request)', async () => {
-    const lines: Record<string, unknown>[] = [];
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
-        done();
-      },
-    });
+    const { logger, lines } = capturedLog();
     let primary!: ReturnType<typeof switchable>;
     const c = await createTestApp({
       env: { PRODUCTION_DATABASE_URL: primaryUrl, PRODUCTION_DATABASE_REPLICA_URLS: replicaUrl },
       openDb: { production: async (config) => (primary = switchable(openPostgres({ connectionString: config.databaseUrl!, max: 5 }))).db },
-      logger: pino({ level: 'warn' }, sink),
+      logger,
     });
     try {
       await sql(primaryUrl, "delete from read_positions where caller = 'key'");

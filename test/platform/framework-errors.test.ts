@@ -2,28 +2,21 @@
 // status that says what happened: bad percent-encoding, over-long parameters, headers over Node's
 // limit, two Host headers; and the logging of 503s during a database outage.
 import type { AddressInfo } from 'node:net';
-import { pino } from 'pino';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DbError } from '../../src/platform/db/types.js';
 import { createTestApp, PRODUCTION_KEY, type TestApp } from '../helpers/app.js';
+import { capturedLog } from '../helpers/log-capture.js';
 import { rawRequest } from '../helpers/raw-http.js';
 
 const key = { authorization: PRODUCTION_KEY };
 let t: TestApp;
 let port: number;
-const lines: Record<string, unknown>[] = [];
+const { logger, lines } = capturedLog();
 let failDatabase = false;
 
 beforeAll(async () => {
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
-      done();
-    },
-  });
   t = await createTestApp({
-    logger: pino({ level: 'warn' }, sink),
+    logger,
     extend(app) {
       // A route whose database is down while failDatabase is set (as the pg adapter reports it).
       app.get('/test/outage', { config: { auth: 'key' } }, async () => {
