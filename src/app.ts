@@ -5,7 +5,7 @@ import cors from '@fastify/cors';
 import formbody from '@fastify/formbody';
 import rateLimit from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Environments } from './platform/environments.js';
@@ -84,11 +84,14 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
   const log = (logger ?? pino({ level: config.logLevel })).child({}, { serializers: { req: serializeRequest } });
   // Fastify's per-request logging (a child logger and response listeners on every request) is
   // the largest cost of a light request: it is switched on only when its lines would be written
-  // (level info or finer). Errors are logged through the root logger with the request id either way.
+  // (level info or finer). Above info, a request's logger is the root logger itself (no child),
+  // so that what Fastify logs of its own at warn or error (a promise that failed after its answer
+  // was sent) is still written. Errors are logged through the root logger with the request id.
   const requestLogging = log.isLevelEnabled('info');
   const errorHandling = createErrorHandling(log);
   const app = Fastify({
-    ...(requestLogging ? { loggerInstance: log } : { logger: false }),
+    loggerInstance: log,
+    ...(requestLogging ? {} : { childLoggerFactory: (root: FastifyBaseLogger) => root }),
     bodyLimit: BODY_LIMIT,
     trustProxy: config.trustProxy,
     // Honour a caller's request id when it is a sane token; otherwise mint one.
@@ -96,7 +99,7 @@ export async function buildApp({ config, environments, ownsEnvironments = true, 
       const incoming = req.headers['x-request-id'];
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
-    logController: new LogController({ requestIdLogLabel: 'request_id' }),
+    logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: !requestLogging }),
     forceCloseConnections: 'idle',
     // Fastify's own 503 while closing has its own body; the hook below answers in the envelope.
     return503OnClosing: false,

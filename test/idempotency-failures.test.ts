@@ -51,7 +51,9 @@ describe(`a keyed answer the service could not finish, on ${storeName}`, () => {
 
   it.each([
     ['23514', 400, 'VALIDATION_ERROR', 'Invalid value: refused at commit for the test', { level: 30 }],
-    ['08006', 503, 'DATABASE_UNAVAILABLE', 'Database unavailable: refused at commit for the test', { level: 40 }],
+    ['08006', 503, 'DATABASE_UNAVAILABLE', 'Database unavailable: refused at commit for the test', { level: 40, msg: 'production database unreachable: answering 503 until it is back (Database unavailable: refused at commit for the test)' }],
+    // A commit the synchronous standby did not acknowledge: the database answers, no outage.
+    ['08007', 503, 'DATABASE_UNAVAILABLE', 'Database unavailable: refused at commit for the test', { level: 40, msg: 'Database unavailable: refused at commit for the test' }],
     ['XX001', 500, 'DATABASE_ERROR', 'Database error: refused at commit for the test', { level: 50, stack: true }],
   ] as const)('a refusal at COMMIT (SQLSTATE %s): %i with and without a key, nothing written, logged as such', async (code, status, codeName, error, logged) => {
     // A deferred constraint of the test's own, checked at COMMIT, for the reports of this case.
@@ -75,7 +77,10 @@ describe(`a keyed answer the service could not finish, on ${storeName}`, () => {
       expect((await poll()).statusCode).toBe(204);
       const first = lines[0];
       if (logged.level === 30) expect(first).toBeUndefined(); // info: below this logger's level
-      else expect({ level: first?.level, url: first?.url, stack: JSON.stringify(first ?? {}).includes('"stack"') }).toEqual({ level: logged.level, url: '/reports/create', stack: 'stack' in logged });
+      else {
+        expect({ level: first?.level, url: first?.url, stack: JSON.stringify(first ?? {}).includes('"stack"') }).toEqual({ level: logged.level, url: '/reports/create', stack: 'stack' in logged });
+        if ('msg' in logged) expect(lines.map((line) => line.msg)).toEqual([logged.msg, ...(code === '08006' ? ['production database reachable again'] : [])]);
+      }
     }
   });
 });

@@ -317,27 +317,52 @@ describe.runIf(available)('read replicas (a real streaming replica)', () => {
     expect(routed(a).replica).toBe(before.replica + 1);
     expect(replicas(a).status()[0]!.reads).toBe(reads + 1);
   }, 60_000);
-  it('a request that changed nothing records no read position: a timestamp conversion, a 503 while the primary is down (no error line per request)', async () => {
+  it('a request records its read position when it reached the primary, whatever its status: not a poll answered from memory, a conversion, a refusal before its handler or a primary it could not reach (no error line per request); a change answered 500 after its commit does', async () => {
     const { logger, lines } = capturedLog();
     let primary!: ReturnType<typeof switchable>;
     const c = await createTestApp({
       env: { PRODUCTION_DATABASE_URL: primaryUrl, PRODUCTION_DATABASE_REPLICA_URLS: replicaUrl },
       openDb: { production: async (config) => (primary = switchable(openPostgres({ connectionString: config.databaseUrl!, max: 5 }))).db },
       logger,
+      extend(api) {
+        // A change committed, then an answer that fails (as an answer that cannot be serialised).
+        api.post('/test/committed-then-500', { config: { auth: 'key' } }, async (request) => {
+          await request.environment.db.transaction((tx) => tx.query('insert into position_check default values'));
+          throw new Error('the answer failed after the commit');
+        });
+      },
     });
+    const position = () => sql(primaryUrl, "select caller from read_positions where caller = 'key'");
+    const forget = () => sql(primaryUrl, "delete from read_positions where caller = 'key'");
     try {
-      await sql(primaryUrl, "delete from read_positions where caller = 'key'");
+      await sql(primaryUrl, 'create table if not exists position_check (id serial primary key)');
+      // A poll that finds nothing reaches the primary; the next is answered from memory.
+      expect((await c.app.inject({ url: '/actions/next', headers: key })).statusCode).toBe(204);
+      expect(await position()).toEqual([{ caller: 'key' }]);
+      await forget();
+      expect((await c.app.inject({ url: '/actions/next', headers: key })).statusCode).toBe(204);
+      expect(await position()).toEqual([]);
       const converted = await c.app.inject({ method: 'POST', url: '/util/timestamp', headers: { ...key, 'idempotency-key': 'rp-1' }, payload: { date: 'Thu Jan 01 1970 00:00:00 GMT+0000 (UTC)' } });
       expect({ status: converted.statusCode, body: converted.json() }).toEqual({ status: 200, body: { success: true, timestamp: 0 } });
-      expect(await sql(primaryUrl, "select caller from read_positions where caller = 'key'")).toEqual([]);
+      const refused = await c.app.inject({ method: 'POST', url: '/reports/create', headers: key, payload: { report_id: 'no reporter' } });
+      expect(refused.statusCode).toBe(400);
+      expect(await position()).toEqual([]);
+      // A change committed and answered 500: its caller's next reads must still see it.
+      const failed = await c.app.inject({ method: 'POST', url: '/test/committed-then-500', headers: key });
+      expect({ status: failed.statusCode, code: failed.json().code }).toEqual({ status: 500, code: 'INTERNAL_ERROR' });
+      expect(await sql(primaryUrl, 'select count(*)::int as n from position_check')).toEqual([{ n: 1 }]);
+      expect(await position()).toEqual([{ caller: 'key' }]);
+      await forget();
+      lines.length = 0;
       primary.setDown(true);
       for (let i = 0; i < 3; i++) {
         const res = await c.app.inject({ method: 'POST', url: '/reports/create', headers: key, payload: newReport() });
         expect({ status: res.statusCode, code: res.json().code }).toEqual({ status: 503, code: 'DATABASE_UNAVAILABLE' });
+        expect((await c.app.inject({ method: 'POST', url: '/reports/create', headers: key, payload: { report_id: 'no reporter' } })).statusCode).toBe(400);
       }
       primary.setDown(false);
       expect(lines.map((line) => line.msg)).toEqual(['production database unreachable: answering 503 until it is back (Database unavailable: connect ECONNREFUSED 127.0.0.1:5432)']);
-      expect(await sql(primaryUrl, "select caller from read_positions where caller = 'key'")).toEqual([]);
+      expect(await position()).toEqual([]);
       // A change whose position cannot be recorded (its table renamed away) is answered, and the
       // failure logged at error even though request logging is off (LOG_LEVEL above info).
       lines.length = 0;

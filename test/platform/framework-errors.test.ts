@@ -26,6 +26,21 @@ beforeAll(async () => {
       app.get('/test/crash', { config: { auth: 'key' } }, async () => {
         throw new Error('kaboom');
       });
+      // A handler that fails after its answer went out (GET: Fastify's own line; POST with a key:
+      // the Idempotency-Key wrapper's).
+      for (const method of ['GET', 'POST'] as const) {
+        app.route({
+          method,
+          url: '/test/late-failure',
+          config: { auth: 'key' },
+          handler: async (_request, reply) => {
+            const finished = new Promise((resolve) => reply.raw.once('finish', resolve));
+            void reply.send({ success: true });
+            await finished;
+            throw new Error('failed after the answer');
+          },
+        });
+      }
     },
   });
   await t.app.listen({ port: 0, host: '127.0.0.1' });
@@ -103,5 +118,18 @@ describe('logging: a database outage is one line down and one line up, a 500 kee
     expect(res.statusCode).toBe(500);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({ level: 50, msg: 'kaboom', err: { stack: expect.stringContaining('kaboom') } });
+  });
+
+  it('a handler that fails after its answer was sent is logged at error, also above info (where request logging is off)', async () => {
+    for (const [method, headers, msg] of [
+      ['GET', key, 'Promise errored, but reply.sent = true was set'],
+      ['POST', { ...key, 'idempotency-key': 'late-failure-1' }, 'the handler failed after its answer was sent'],
+    ] as const) {
+      lines.length = 0;
+      const res = await t.app.inject({ method, url: '/test/late-failure', headers });
+      expect({ method, status: res.statusCode, body: res.json() }).toEqual({ method, status: 200, body: { success: true } });
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(lines.map((line) => ({ level: line.level, msg: line.msg, err: line.err?.message }))).toContainEqual({ level: 50, msg, err: 'failed after the answer' });
+    }
   });
 });

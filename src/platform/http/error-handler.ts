@@ -8,6 +8,7 @@ import { maxHeaderSize, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { RESOLUTION_UNKNOWN } from '../db/commit.js';
 import { DbError } from '../db/types.js';
 import { AppError, errors, fromDbError } from '../errors.js';
 import { redactUrl } from './request-log.js';
@@ -72,6 +73,10 @@ export function createErrorHandling(log: FastifyBaseLogger): ErrorHandling {
     const environment = (request.environment as { name?: string } | null)?.name;
     if (appError.silent) {
       // Replaced by what an Idempotency-Key decided: the answer is logged as what it is.
+    } else if (appError.cause instanceof DbError && appError.cause.code === RESOLUTION_UNKNOWN) {
+      // The database answers, but a commit's outcome is not known (the synchronous standby did not
+      // acknowledge it): said for each, and no outage.
+      log.warn({ ...context, status, code: appError.code }, appError.message);
     } else if (appError.code === 'DATABASE_UNAVAILABLE' && environment !== undefined) {
       if (!down.has(environment)) {
         down.add(environment);

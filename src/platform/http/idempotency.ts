@@ -134,7 +134,7 @@ export const idempotencyPlugin = fp(
         const key = parseIdempotencyKey(request.headers[IDEMPOTENCY_HEADER]);
         const scope = scopeOf(request);
         if (key === undefined || scope === undefined || !changesState(request.method, request.routeOptions.config.changes)) return handler.call(this, request, reply);
-        return runOnce(this, handler, request, reply, { key, scope, ttlHours });
+        return runOnce(this, handler, request, reply, { key, scope, ttlHours, log });
       };
     });
 
@@ -226,7 +226,7 @@ async function runOnce(
   handler: RouteHandlerMethod,
   request: FastifyRequest,
   reply: FastifyReply,
-  { key, scope, ttlHours }: { key: string; scope: string; ttlHours: number },
+  { key, scope, ttlHours, log }: { key: string; scope: string; ttlHours: number; log: FastifyBaseLogger },
 ): Promise<FastifyReply> {
   const environment = request.environment;
   const keyOf = { scope, key, ttlHours, fingerprint: fingerprintOf(request) };
@@ -327,6 +327,8 @@ async function runOnce(
       if (!reply.sent) reply.send(result !== undefined && result !== reply ? result : errors.internal('The handler sent no answer'));
     } catch (err) {
       if (!reply.sent) reply.send(err as Error);
+      // As Fastify logs a handler that failed after its answer went out.
+      else log.error({ request_id: request.id, err }, 'the handler failed after its answer was sent');
     }
   });
   return reply;

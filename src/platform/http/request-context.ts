@@ -7,10 +7,10 @@ import { adminRefusal, type AdminCapability } from '../auth/guards.js';
 import { hasPermission, hasRank, isTrainer, type Permission, type Rank } from '../auth/permissions.js';
 import { assertMayUpdateReport, assertMayWorkOnReport, findReportAccessFacts, type ReportWork } from '../auth/report-access.js';
 import { findSessionAgent, hashToken, SESSION_COOKIE, type SessionAgent } from '../auth/sessions.js';
-import { recordPosition } from '../db/replicas.js';
 import type { QueryOptions, Queryable } from '../db/types.js';
 import type { Environment, Environments } from '../environments.js';
 import { errors } from '../errors.js';
+import { notingPrimaryCalls, recordReadPosition } from './read-position.js';
 import type { Actor } from '../events.js';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -249,6 +249,10 @@ export const requestContextPlugin = fp(
       if (type === FORM && !request.routeOptions.config.acceptsForm) throw errors.unsupportedMediaType(FORM);
       await resolveEnvironment(environments, request);
       await authenticate(request, reply, allowedOrigins);
+      // After the caller is known (a session's lookup is no change of theirs).
+      if (replicated && request.environment.replicas && changesState(request.method, request.routeOptions.config.changes)) {
+        request.environment = notingPrimaryCalls(request, request.environment);
+      }
     });
 
     // The report gate of a route that declares one, before the body is validated.
@@ -266,25 +270,13 @@ export const requestContextPlugin = fp(
       else assertMayWorkOnReport(request, report, work);
     });
 
-    // Read-your-writes with replicas: a request that may have changed something records its
-    // caller's position before its answer leaves, so the caller's next request (on any instance)
-    // cannot overtake it. Not installed at all without replicas (a hook per request costs). Not
-    // after a 5xx: nothing was changed, or whether it was is not known (a commit whose answer was
-    // lost) and the client's retry, a change, records it; while the primary is down it would only
-    // wait for a connection and log an error per request.
-    if (replicated) app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply) => {
+    // Read-your-writes with replicas (read-position.ts): a request that may have changed something
+    // records its caller's position before its answer leaves. Not installed at all without
+    // replicas (a hook per request costs).
+    if (replicated) app.addHook('onSend', async (request: FastifyRequest) => {
       const environment = request.environment as Environment | null;
-      if (!environment?.replicas || reply.statusCode >= 500) return;
-      if (!changesState(request.method, request.routeOptions.config.changes)) return;
       const caller = callerOf(request);
-      if (caller === undefined) return;
-      try {
-        await recordPosition(environment.db, caller);
-      } catch (err) {
-        // The change is made; without its position the caller's next reads may come from a replica
-        // that has not replayed it yet, for as long as that replica lags.
-        log.error({ request_id: request.id, err, caller: caller.split(':')[0] }, 'read position not recorded');
-      }
+      if (environment?.replicas && caller !== undefined) await recordReadPosition(request, caller, environment.db, log);
     });
   },
   { name: 'request-context', dependencies: ['@fastify/cookie'] },
