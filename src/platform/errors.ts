@@ -102,7 +102,7 @@ const SQLSTATE = {
 } as const;
 
 // A server not reachable now (issue 40: a name the resolver cannot answer for yet, a network down).
-const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'EHOSTDOWN', 'ENETUNREACH', 'ENETDOWN']);
+export const CONNECTION_ERRNOS: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'EHOSTDOWN', 'ENETUNREACH', 'ENETDOWN']);
 
 /** The one place a database failure becomes an HTTP answer. */
 export function fromDbError(err: DbError): AppError {

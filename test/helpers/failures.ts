@@ -22,9 +22,13 @@ export async function refuseInserts(db: Db, name: string, condition: string, tab
  * reports a server that cannot be reached. What the switch leaves alone: transactions already
  * open, and LISTEN.
  */
-export function switchable(inner: Db, close: () => Promise<void> = () => inner.close()): { db: Db; setDown(down: boolean): void } {
+export function switchable(inner: Db, close: () => Promise<void> = () => inner.close()): { db: Db; setDown(down: boolean): void; refusals(): number } {
   let down = false;
-  const refused = () => Promise.reject(new DbError('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED', undefined, undefined));
+  let refusals = 0;
+  const refused = () => {
+    refusals++;
+    return Promise.reject(new DbError('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED', undefined, undefined));
+  };
   const db: Db = {
     ...inner,
     query: (text, values, options) => (down ? refused() : inner.query(text, values, options)),
@@ -32,7 +36,7 @@ export function switchable(inner: Db, close: () => Promise<void> = () => inner.c
     transaction: (fn) => (down ? refused() : inner.transaction(fn)),
     close,
   };
-  return { db, setDown: (value) => (down = value) };
+  return { db, setDown: (value) => (down = value), refusals: () => refusals };
 }
 
 /** A test database of its own behind a switch (switchable), dropped when its environment closes it. */

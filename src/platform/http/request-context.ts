@@ -7,10 +7,10 @@ import { adminRefusal, type AdminCapability } from '../auth/guards.js';
 import { hasPermission, hasRank, isTrainer, type Permission, type Rank } from '../auth/permissions.js';
 import { assertMayUpdateReport, assertMayWorkOnReport, findReportAccessFacts, type ReportWork } from '../auth/report-access.js';
 import { findSessionAgent, hashToken, SESSION_COOKIE, type SessionAgent } from '../auth/sessions.js';
-import type { QueryOptions, Queryable } from '../db/types.js';
+import { recordPosition } from '../db/replicas.js';
+import { DbError, type QueryOptions, type Queryable } from '../db/types.js';
 import type { Environment, Environments } from '../environments.js';
-import { errors } from '../errors.js';
-import { notingPrimaryCalls, recordReadPosition } from './read-position.js';
+import { CONNECTION_ERRNOS, errors } from '../errors.js';
 import type { Actor } from '../events.js';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -103,6 +103,9 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 export const changesState = (method: string, changes: boolean | undefined): boolean => changes ?? !SAFE_METHODS.has(method);
 
 /** Who a read position belongs to: one browser session, or the bot's key (either of its keys). */
+/** A failure to reach the server (a connection refused or lost, class 08), not a refusal by it. */
+const cannotReach = (err: unknown): boolean => err instanceof DbError && (/^08/.test(err.code ?? '') || CONNECTION_ERRNOS.has(err.code ?? ''));
+
 function callerOf(request: FastifyRequest): string | undefined {
   const principal = request.principal;
   if (principal?.kind === 'key') return 'key';
@@ -249,10 +252,6 @@ export const requestContextPlugin = fp(
       if (type === FORM && !request.routeOptions.config.acceptsForm) throw errors.unsupportedMediaType(FORM);
       await resolveEnvironment(environments, request);
       await authenticate(request, reply, allowedOrigins);
-      // After the caller is known (a session's lookup is no change of theirs).
-      if (replicated && request.environment.replicas && changesState(request.method, request.routeOptions.config.changes)) {
-        request.environment = notingPrimaryCalls(request, request.environment);
-      }
     });
 
     // The report gate of a route that declares one, before the body is validated.
@@ -270,13 +269,26 @@ export const requestContextPlugin = fp(
       else assertMayWorkOnReport(request, report, work);
     });
 
-    // Read-your-writes with replicas (read-position.ts): a request that may have changed something
-    // records its caller's position before its answer leaves. Not installed at all without
-    // replicas (a hook per request costs).
-    if (replicated) app.addHook('onSend', async (request: FastifyRequest) => {
+    // Read-your-writes with replicas: a request that may have changed something records its
+    // caller's position before its answer leaves, so the caller's next request (on any instance)
+    // cannot overtake it, whatever the answer's status (a change committed and then answered 500
+    // is made), but 503: the database could not be reached (recording would wait for a connection
+    // again), or a commit's outcome is not known, and the client's retry (a replay, or a refusal
+    // of the duplicate) records it. Not installed at all without replicas (a hook per request costs).
+    if (replicated) app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply) => {
       const environment = request.environment as Environment | null;
+      if (!environment?.replicas || reply.statusCode === 503) return;
+      if (!changesState(request.method, request.routeOptions.config.changes)) return;
       const caller = callerOf(request);
-      if (environment?.replicas && caller !== undefined) await recordReadPosition(request, caller, environment.db, log);
+      if (caller === undefined) return;
+      try {
+        await recordPosition(environment.db, caller);
+      } catch (err) {
+        // The change is made; without its position the caller's next reads may come from a replica
+        // that has not replayed it yet, for as long as that replica lags. A primary that cannot be
+        // reached is logged once as an outage (error-handler.ts), not here for every request.
+        log[cannotReach(err) ? 'debug' : 'error']({ request_id: request.id, err, caller: caller.split(':')[0] }, 'read position not recorded');
+      }
     });
   },
   { name: 'request-context', dependencies: ['@fastify/cookie'] },

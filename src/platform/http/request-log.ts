@@ -38,3 +38,4 @@ export function serializeRequest(request: FastifyRequest) {
     remotePort: request.socket?.remotePort,
   };
 }
+
