@@ -350,7 +350,7 @@ describe.runIf(available)('read replicas (a real streaming replica)', () => {
       await forget();
       lines.length = 0;
       primary.setDown(true);
-      const refusedBefore = primary.refusals();
+      const refusedBefore = primary.refused().length;
       for (let i = 0; i < 3; i++) {
         const res = await c.app.inject({ method: 'POST', url: '/reports/create', headers: key, payload: newReport() });
         expect({ status: res.statusCode, code: res.json().code }).toEqual({ status: 503, code: 'DATABASE_UNAVAILABLE' });
@@ -358,8 +358,10 @@ describe.runIf(available)('read replicas (a real streaming replica)', () => {
       }
       primary.setDown(false);
       // Each 503 sent its own statement only (no second wait to record a position); each 400 (its
-      // body refused before its handler) tried to record one.
-      expect(primary.refusals() - refusedBefore).toBe(6);
+      // body refused before its handler) tried to record one. (Background work of the instance,
+      // such as the replica set's marks, may have been refused meanwhile too: not counted.)
+      const recordings = primary.refused().slice(refusedBefore).filter((what) => what.includes('insert into read_positions'));
+      expect(recordings).toHaveLength(3);
       expect(lines.map((line) => line.msg)).toEqual(['production database unreachable: answering 503 until it is back (Database unavailable: connect ECONNREFUSED 127.0.0.1:5432)']);
       expect(await position()).toEqual([]);
       // A change whose position cannot be recorded (its table renamed away) is answered, and the

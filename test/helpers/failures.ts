@@ -22,21 +22,22 @@ export async function refuseInserts(db: Db, name: string, condition: string, tab
  * reports a server that cannot be reached. What the switch leaves alone: transactions already
  * open, and LISTEN.
  */
-export function switchable(inner: Db, close: () => Promise<void> = () => inner.close()): { db: Db; setDown(down: boolean): void; refusals(): number } {
+export function switchable(inner: Db, close: () => Promise<void> = () => inner.close()): { db: Db; setDown(down: boolean): void; refused(): readonly string[] } {
   let down = false;
-  let refusals = 0;
-  const refused = () => {
-    refusals++;
+  // What was refused: each statement's text, a transaction as "transaction".
+  const refusals: string[] = [];
+  const refused = (what: string) => {
+    refusals.push(what);
     return Promise.reject(new DbError('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED', undefined, undefined));
   };
   const db: Db = {
     ...inner,
-    query: (text, values, options) => (down ? refused() : inner.query(text, values, options)),
-    exec: (sql) => (down ? refused() : inner.exec(sql)),
-    transaction: (fn) => (down ? refused() : inner.transaction(fn)),
+    query: (text, values, options) => (down ? refused(text) : inner.query(text, values, options)),
+    exec: (sql) => (down ? refused(sql) : inner.exec(sql)),
+    transaction: (fn) => (down ? refused('transaction') : inner.transaction(fn)),
     close,
   };
-  return { db, setDown: (value) => (down = value), refusals: () => refusals };
+  return { db, setDown: (value) => (down = value), refused: () => refusals };
 }
 
 /** A test database of its own behind a switch (switchable), dropped when its environment closes it. */
