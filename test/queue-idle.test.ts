@@ -106,7 +106,9 @@ describe('an idle queue', () => {
   });
 
   it('hands a keyed poll\'s retry the action its first attempt claimed, though the queue is idle since', async () => {
-    await t.db.production.query(`insert into report_actions (report_id, kind, queue) values ('IDLE-1', 'validate', 'operator')`);
+    // An action requested as the dashboard requests one.
+    const acted = await t.app.inject({ method: 'POST', url: '/reports/IDLE-1/action', headers: key, payload: { action: 'contact_reporter', reason: 'Retry check' } });
+    expect(acted.statusCode).toBe(200);
     const retried = { ...key, 'idempotency-key': randomUUID() };
     let first!: Awaited<ReturnType<typeof poll>>;
     await vi.waitFor(async () => {
@@ -117,6 +119,7 @@ describe('an idle queue', () => {
     const retry = await t.app.inject({ url: '/actions/next', headers: retried });
     expect({ status: retry.statusCode, replayed: retry.headers['idempotent-replayed'], body: retry.json() }).toEqual({ status: 200, replayed: 'true', body: first.json() });
     expect(await t.db.production.query("select status, attempts from report_actions where report_id = 'IDLE-1'")).toMatchObject({ rows: [{ status: 'processing', attempts: 1 }] });
+    await t.db.production.query(`delete from contact_threads where report_id = 'IDLE-1'`);
   });
 
   it('hands out at once what a request on this instance enqueues', async () => {

@@ -102,7 +102,10 @@ const SQLSTATE = {
 } as const;
 
 // A server not reachable now (issue 40: a name the resolver cannot answer for yet, a network down).
-export const CONNECTION_ERRNOS: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'EHOSTDOWN', 'ENETUNREACH', 'ENETDOWN']);
+const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'EHOSTDOWN', 'ENETUNREACH', 'ENETDOWN']);
+
+/** The server could not be reached, or the connection to it was lost (class 08): not a refusal by it. */
+export const cannotReachServer = (err: DbError): boolean => err.code !== undefined && (err.code.startsWith('08') || CONNECTION_ERRNOS.has(err.code));
 
 /** The one place a database failure becomes an HTTP answer. */
 export function fromDbError(err: DbError): AppError {
@@ -126,7 +129,7 @@ export function fromDbError(err: DbError): AppError {
       return new AppError(409, `Conflicting concurrent change, try again: ${err.message}`, 'CONCURRENT_CHANGE', { cause: err });
   }
   const unavailable =
-    (err.code !== undefined && (err.code.startsWith('08') || CONNECTION_ERRNOS.has(err.code))) ||
+    cannotReachServer(err) ||
     // A server that refuses writes (a standby, a primary made read-only) or is shutting down: the
     // write may succeed on the next connection, which chooses its host again (issue 30).
     err.code === SQLSTATE.READ_ONLY_SQL_TRANSACTION ||

@@ -10,7 +10,7 @@ import { findSessionAgent, hashToken, SESSION_COOKIE, type SessionAgent } from '
 import { recordPosition } from '../db/replicas.js';
 import { DbError, type QueryOptions, type Queryable } from '../db/types.js';
 import type { Environment, Environments } from '../environments.js';
-import { CONNECTION_ERRNOS, errors } from '../errors.js';
+import { cannotReachServer, errors } from '../errors.js';
 import type { Actor } from '../events.js';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -103,9 +103,6 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 export const changesState = (method: string, changes: boolean | undefined): boolean => changes ?? !SAFE_METHODS.has(method);
 
 /** Who a read position belongs to: one browser session, or the bot's key (either of its keys). */
-/** A failure to reach the server (a connection refused or lost, class 08), not a refusal by it. */
-const cannotReach = (err: unknown): boolean => err instanceof DbError && (/^08/.test(err.code ?? '') || CONNECTION_ERRNOS.has(err.code ?? ''));
-
 function callerOf(request: FastifyRequest): string | undefined {
   const principal = request.principal;
   if (principal?.kind === 'key') return 'key';
@@ -287,7 +284,7 @@ export const requestContextPlugin = fp(
         // The change is made; without its position the caller's next reads may come from a replica
         // that has not replayed it yet, for as long as that replica lags. A primary that cannot be
         // reached is logged once as an outage (error-handler.ts), not here for every request.
-        log[cannotReach(err) ? 'debug' : 'error']({ request_id: request.id, err, caller: caller.split(':')[0] }, 'read position not recorded');
+        log[err instanceof DbError && cannotReachServer(err) ? 'debug' : 'error']({ request_id: request.id, err, caller: caller.split(':')[0] }, 'read position not recorded');
       }
     });
   },

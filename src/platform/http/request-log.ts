@@ -38,4 +38,3 @@ export function serializeRequest(request: FastifyRequest) {
     remotePort: request.socket?.remotePort,
   };
 }
-
